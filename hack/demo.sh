@@ -4,6 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 hack/bootstrap.sh
+hack/tools.sh
 # shellcheck disable=SC1091
 source .venv/bin/activate
 
