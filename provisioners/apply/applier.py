@@ -1,0 +1,295 @@
+"""Server-side apply of a bundle's objects, in dependency order, with ownership and pruning.
+
+One :class:`Applier` acts for one owner (a BundleDeployment): it applies with that owner's field
+manager, labels every object with the owner, refuses to take over objects someone else manages
+(unless asked to adopt them), waits for CRDs to be Established before their custom resources, and
+prunes what a new revision of the content no longer has. Callers: the BundleDeployment controller
+and the grouped-pivot provisioner.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from provisioners.apply.kubeapi import APIResource, KubeAPI, KubeError, NotFound
+from provisioners.apply.objects import (
+    CRD_API_VERSION,
+    CRD_KIND,
+    JSONObject,
+    ObjectRef,
+    crd_kinds,
+    install_order,
+    owner_of,
+    ref_of,
+    with_owner_labels,
+)
+
+APPLY_PATCH = "application/apply-patch+yaml"
+
+CRD_POLICY_KEEP = "Keep"
+CRD_POLICY_DELETE = "Delete"
+
+
+class ApplyError(Exception):
+    """Applying failed for one object; ``ref`` names it and the message says why."""
+
+    def __init__(self, message: str, ref: ObjectRef | None = None) -> None:
+        super().__init__(f"{ref}: {message}" if ref else message)
+        self.ref = ref
+        self.detail = message
+
+
+class OwnershipConflict(ApplyError):
+    """The object exists and is managed by someone else; set ``adoptExisting`` to take it over."""
+
+
+@dataclass(frozen=True, slots=True)
+class Owner:
+    """Who the applied objects belong to (its kind and name label them)."""
+
+    kind: str
+    name: str
+
+    @property
+    def field_manager(self) -> str:
+        """The server-side apply field manager of this owner."""
+        return f"pivoter/{self.kind.lower()}/{self.name}"[:128]
+
+
+@dataclass(slots=True)
+class ApplyResult:
+    """What one apply did."""
+
+    applied: list[ObjectRef] = field(default_factory=list)
+    skipped: list[tuple[ObjectRef, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class PruneResult:
+    """What one prune did."""
+
+    deleted: list[ObjectRef] = field(default_factory=list)
+    kept: list[tuple[ObjectRef, str]] = field(default_factory=list)
+
+
+class Applier:
+    """Applies and prunes the objects of one owner through one :class:`KubeAPI`."""
+
+    def __init__(
+        self,
+        api: KubeAPI,
+        owner: Owner,
+        *,
+        default_namespace: str = "",
+        crd_timeout: float = 60.0,
+        poll_interval: float = 0.2,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.api = api
+        self.owner = owner
+        self.default_namespace = default_namespace
+        self.crd_timeout = crd_timeout
+        self.poll_interval = poll_interval
+        self._sleep = sleep
+
+    # -- apply -------------------------------------------------------------------------------
+
+    def apply(
+        self,
+        objects: Sequence[JSONObject],
+        *,
+        adopt: bool = False,
+        dry_run: bool = False,
+    ) -> ApplyResult:
+        """Apply ``objects`` in dependency order; raise :class:`ApplyError` at the first failure.
+
+        With ``dry_run`` every object goes through the API server's admission and validation but
+        nothing is stored; custom resources of CRDs that are in the same set (and so not created)
+        are reported as skipped.
+        """
+        result = ApplyResult()
+        ordered = install_order(objects)
+        self._check_unique(ordered)
+        defined_here = crd_kinds(ordered)
+        pending_crds: list[ObjectRef] = []
+        for obj in ordered:
+            ref = ref_of(obj)
+            if ref.kind != CRD_KIND and pending_crds:
+                # First non-CRD after the CRDs: custom resources may follow, wait for the CRDs.
+                for crd in pending_crds:
+                    self._wait_established(crd)
+                pending_crds = []
+            try:
+                resource = self.api.resource(ref.api_version, ref.kind)
+            except NotFound as exc:
+                if dry_run and (ref.group, ref.kind) in defined_here:
+                    result.skipped.append((ref, "its CRD is part of this set and not created yet"))
+                    continue
+                raise ApplyError(exc.message, ref) from exc
+            obj_ref, body = self._prepare(obj, ref, resource)
+            if not adopt:
+                self._check_owner(obj_ref, resource)
+            warnings = self._apply_one(obj_ref, resource, body, dry_run=dry_run)
+            result.applied.append(obj_ref)
+            result.warnings.extend(f"{obj_ref}: {w}" for w in warnings)
+            if ref.kind == CRD_KIND and not dry_run:
+                pending_crds.append(obj_ref)
+        for crd in pending_crds:
+            self._wait_established(crd)
+        return result
+
+    def _check_unique(self, objects: Iterable[JSONObject]) -> None:
+        seen: set[ObjectRef] = set()
+        for obj in objects:
+            try:
+                ref = ref_of(obj)
+            except ValueError as exc:
+                raise ApplyError(str(exc)) from exc
+            if ref in seen:
+                raise ApplyError("the bundle contains this object twice", ref)
+            seen.add(ref)
+
+    def _prepare(
+        self, obj: JSONObject, ref: ObjectRef, resource: APIResource
+    ) -> tuple[ObjectRef, JSONObject]:
+        body = with_owner_labels(obj, self.owner.kind, self.owner.name)
+        metadata = dict(body["metadata"])
+        if resource.namespaced:
+            namespace = ref.namespace or self.default_namespace
+            if not namespace:
+                raise ApplyError("namespaced object without a namespace", ref)
+            metadata["namespace"] = namespace
+        else:
+            metadata.pop("namespace", None)
+            namespace = ""
+        # Server-managed fields must not be sent in an apply configuration.
+        for key in ("resourceVersion", "uid", "creationTimestamp", "managedFields", "generation"):
+            metadata.pop(key, None)
+        body["metadata"] = metadata
+        body.pop("status", None)
+        return ObjectRef(ref.api_version, ref.kind, namespace, ref.name), body
+
+    def _check_owner(self, ref: ObjectRef, resource: APIResource) -> None:
+        try:
+            existing = self.api.request("GET", resource.path(ref.namespace, ref.name)).body
+        except NotFound:
+            return
+        owner = owner_of(existing)
+        if owner == (self.owner.kind, self.owner.name):
+            return
+        holder = f"{owner[0]} {owner[1]}" if owner else "no pivoter or rukpak owner"
+        raise OwnershipConflict(
+            f"already exists and is managed by {holder}; delete it, or set adoptExisting: true "
+            "on the BundleDeployment to take it over",
+            ref,
+        )
+
+    def _apply_one(
+        self, ref: ObjectRef, resource: APIResource, body: JSONObject, *, dry_run: bool
+    ) -> list[str]:
+        query = {"fieldManager": self.owner.field_manager, "force": "true"}
+        if dry_run:
+            query["dryRun"] = "All"
+        try:
+            response = self.api.request(
+                "PATCH",
+                resource.path(ref.namespace, ref.name),
+                query=query,
+                body=body,
+                content_type=APPLY_PATCH,
+            )
+        except KubeError as exc:
+            raise ApplyError(exc.message, ref) from exc
+        return response.warnings
+
+    def _wait_established(self, ref: ObjectRef) -> None:
+        path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{ref.name}"
+        deadline = time.monotonic() + self.crd_timeout
+        last = "no status yet"
+        while True:
+            crd = self.api.request("GET", path).body
+            conditions = {c.get("type"): c for c in crd.get("status", {}).get("conditions", [])}
+            names = conditions.get("NamesAccepted", {})
+            if names.get("status") == "False":
+                raise ApplyError(f"CRD names not accepted: {names.get('message', '')}", ref)
+            established = conditions.get("Established", {})
+            if established.get("status") == "True":
+                for version in crd["spec"].get("versions", []):
+                    self.api.forget(f"{crd['spec']['group']}/{version['name']}")
+                return
+            last = str(established.get("message") or last)
+            if time.monotonic() >= deadline:
+                raise ApplyError(f"CRD not Established after {self.crd_timeout:.0f}s ({last})", ref)
+            self._sleep(self.poll_interval)
+
+    # -- prune -------------------------------------------------------------------------------
+
+    def prune(
+        self,
+        previous: Iterable[ObjectRef],
+        keep: Iterable[ObjectRef],
+        *,
+        crd_policy: str = CRD_POLICY_KEEP,
+    ) -> PruneResult:
+        """Delete what ``previous`` had and ``keep`` no longer has, if this owner still owns it.
+
+        A CRD whose custom resources still exist is kept under the ``Keep`` policy (deleting it
+        would delete the users' data with it).
+        """
+        result = PruneResult()
+        keep_set = set(keep)
+        # Custom resources and workloads go before the CRDs and namespaces they live in.
+        for ref in sorted(set(previous) - keep_set, key=_prune_rank):
+            try:
+                resource = self.api.resource(ref.api_version, ref.kind)
+            except NotFound:
+                continue  # the kind is gone (its CRD was deleted): so is the object
+            path = resource.path(ref.namespace, ref.name)
+            try:
+                existing = self.api.request("GET", path).body
+            except NotFound:
+                continue
+            if owner_of(existing) != (self.owner.kind, self.owner.name):
+                result.kept.append((ref, "no longer owned by this owner"))
+                continue
+            if ref.kind == CRD_KIND and crd_policy == CRD_POLICY_KEEP:
+                count = self._count_custom_resources(existing)
+                if count:
+                    result.kept.append(
+                        (ref, f"{count}+ custom resources still exist (crdDeletionPolicy: Keep)")
+                    )
+                    continue
+            try:
+                self.api.request("DELETE", path, body={"propagationPolicy": "Background"})
+            except NotFound:
+                continue
+            result.deleted.append(ref)
+        return result
+
+    def _count_custom_resources(self, crd: JSONObject) -> int:
+        group = crd["spec"]["group"]
+        plural = crd["spec"]["names"]["plural"]
+        for version in crd["spec"].get("versions", []):
+            if not version.get("served"):
+                continue
+            try:
+                listing = self.api.request(
+                    "GET", f"/apis/{group}/{version['name']}/{plural}", query={"limit": "1"}
+                ).body
+            except NotFound:
+                continue
+            items = len(listing.get("items", []))
+            remaining = int(listing.get("metadata", {}).get("remainingItemCount") or 0)
+            return items + remaining
+        return 0
+
+
+def _prune_rank(ref: ObjectRef) -> tuple[int, ObjectRef]:
+    if ref.kind == "Namespace":
+        return (2, ref)
+    if ref.kind == CRD_KIND and ref.api_version == CRD_API_VERSION:
+        return (1, ref)
+    return (0, ref)
