@@ -10,9 +10,15 @@ typed accessors on :class:`Bundle` decode the well-known ones on demand.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import enum
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+import orjson
+import yaml
 
 JSON = Any
 """A decoded JSON value (dict, list, str, int, float, bool or None)."""
@@ -46,6 +52,17 @@ class Origin:
 
     def __str__(self) -> str:
         return f"{self.path}:{self.line}" if self.line else self.path
+
+
+class Absent(enum.Enum):
+    """The type of :data:`ABSENT`."""
+
+    VALUE = "absent"
+
+
+ABSENT = Absent.VALUE
+"""The ``Property.value`` of a property that had no ``value`` key at all (opm refuses those on
+bundles); distinct from a JSON ``null`` value, and preserved by pickling."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +189,50 @@ class Bundle:
         value = self.prop(PROP_CSV_METADATA)
         return value if isinstance(value, dict) else {}
 
+    @property
+    def objects(self) -> tuple[str, ...]:
+        """The manifests inlined as ``olm.bundle.object`` properties, each as compact JSON text.
+
+        Decoded on every call (they are large and rarely needed); the loader has already
+        checked that each one decodes.
+        """
+        return tuple(decode_bundle_object(v) for v in self.props(PROP_BUNDLE_OBJECT))
+
+    @property
+    def csv_json(self) -> str:
+        """The inlined ClusterServiceVersion manifest as JSON text ("" when none is inlined)."""
+        for text in self.objects:
+            obj = orjson.loads(text)
+            if isinstance(obj, dict) and obj.get("kind") == "ClusterServiceVersion":
+                return text
+        return ""
+
+
+def decode_bundle_object(value: JSON) -> str:
+    """Decode one ``olm.bundle.object`` value (``{data: <base64 YAML or JSON>}``) to JSON text.
+
+    Raises ValueError when the data is not base64 or does not hold one YAML/JSON document.
+    """
+    if not isinstance(value, dict):
+        raise ValueError("olm.bundle.object value must be an object with a base64 'data' field")
+    data = value.get("data")
+    if data is None:
+        return "null"
+    if not isinstance(data, str):
+        raise ValueError("olm.bundle.object 'data' must be a base64 string")
+    try:
+        raw = base64.b64decode(data.replace("\n", "").replace("\r", ""), validate=True)
+    except binascii.Error as err:
+        raise ValueError(f"olm.bundle.object 'data' is not valid base64: {err}") from None
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        try:
+            obj = yaml.load(raw, Loader=yaml.CSafeLoader)
+        except yaml.YAMLError as err:
+            raise ValueError(f"olm.bundle.object 'data' is neither JSON nor YAML: {err}") from None
+    return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS, default=str).decode()
+
 
 def _gvk(value: Mapping[str, JSON]) -> GVK:
     return GVK(
@@ -212,11 +273,23 @@ class Meta:
 
 
 @dataclass(slots=True)
+class _Index:
+    """Lookups by name, built once per catalog (see :meth:`Catalog.index`)."""
+
+    packages: dict[str, Package]
+    channels: dict[str, list[Channel]]
+    bundles: dict[str, list[Bundle]]
+    bundle: dict[tuple[str, str], Bundle]
+    deprecations: dict[str, Deprecation]
+
+
+@dataclass(slots=True)
 class Catalog:
     """A whole catalog: every object, grouped by kind, in the order they were read.
 
-    Lookups by name are built once by :meth:`index`; callers must not mutate a catalog that is in
-    use (build a new one and swap).
+    Lookups by name are built once by :meth:`index` (on first use); callers must not mutate a
+    catalog that is in use (build a new one and swap). When names repeat (an invalid catalog),
+    lookups return the first object of that name, in catalog order.
     """
 
     name: str = ""
@@ -225,23 +298,65 @@ class Catalog:
     bundles: list[Bundle] = field(default_factory=list)
     deprecations: list[Deprecation] = field(default_factory=list)
     others: list[Meta] = field(default_factory=list)
+    _index: _Index | None = field(default=None, init=False, repr=False, compare=False)
+
+    def index(self) -> _Index:
+        """Return the lookups by name, building them on first use (O(n) once, O(1) after)."""
+        if self._index is None:
+            packages: dict[str, Package] = {}
+            for p in self.packages:
+                packages.setdefault(p.name, p)
+            channels: dict[str, list[Channel]] = {}
+            for c in self.channels:
+                channels.setdefault(c.package, []).append(c)
+            bundles: dict[str, list[Bundle]] = {}
+            bundle: dict[tuple[str, str], Bundle] = {}
+            for b in self.bundles:
+                bundles.setdefault(b.package, []).append(b)
+                bundle.setdefault((b.package, b.name), b)
+            deprecations: dict[str, Deprecation] = {}
+            for d in self.deprecations:
+                deprecations.setdefault(d.package, d)
+            self._index = _Index(packages, channels, bundles, bundle, deprecations)
+        return self._index
 
     def package(self, name: str) -> Package | None:
         """Return the package called ``name``, or None."""
-        return next((p for p in self.packages if p.name == name), None)
+        return self.index().packages.get(name)
 
     def channels_of(self, package: str) -> list[Channel]:
         """Return the channels of ``package`` in catalog order."""
-        return [c for c in self.channels if c.package == package]
+        return list(self.index().channels.get(package, ()))
+
+    def channel(self, package: str, name: str) -> Channel | None:
+        """Return the channel ``name`` of ``package``, or None."""
+        return next((c for c in self.index().channels.get(package, ()) if c.name == name), None)
 
     def bundles_of(self, package: str) -> list[Bundle]:
         """Return the bundles of ``package`` in catalog order."""
-        return [b for b in self.bundles if b.package == package]
+        return list(self.index().bundles.get(package, ()))
 
     def bundle(self, package: str, name: str) -> Bundle | None:
         """Return the bundle ``name`` of ``package``, or None."""
-        return next((b for b in self.bundles if b.package == package and b.name == name), None)
+        return self.index().bundle.get((package, name))
 
     def deprecation_of(self, package: str) -> Deprecation | None:
         """Return the ``olm.deprecations`` object of ``package``, or None."""
-        return next((d for d in self.deprecations if d.package == package), None)
+        return self.index().deprecations.get(package)
+
+    def __getstate__(self) -> tuple[Any, ...]:
+        # The index is derived data: leave it out of pickles (the parsed-catalog cache).
+        return (
+            self.name,
+            self.packages,
+            self.channels,
+            self.bundles,
+            self.deprecations,
+            self.others,
+        )
+
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        (self.name, self.packages, self.channels, self.bundles, self.deprecations, self.others) = (
+            state
+        )
+        self._index = None
