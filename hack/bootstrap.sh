@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what pivoter needs on a machine that has none of it, idempotently:
 # a Python 3.11+ virtualenv in .venv with pivoter and its test/dev extras installed (editable).
-# Re-running is cheap: pip runs again only when pyproject.toml or setup.py changed.
+# Re-running is cheap: pip runs again only when pyproject.toml, setup.py or proto/*.proto changed
+# (setup.py generates the gRPC stubs from proto/ at install time).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,7 +30,7 @@ if [[ ! -x .venv/bin/python ]]; then
 fi
 
 stamp=.venv/.pivoter-installed
-want=$(cat pyproject.toml $(ls setup.py 2>/dev/null) | sha256sum | cut -d" " -f1)
+want=$(cat pyproject.toml $(ls setup.py proto/*.proto 2>/dev/null) | sha256sum | cut -d" " -f1)
 if [[ ! -f $stamp || "$(cat "$stamp")" != "$want" ]]; then
   echo "bootstrap: installing pivoter and its test/dev dependencies into .venv" >&2
   .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip

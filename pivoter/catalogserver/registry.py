@@ -1,0 +1,373 @@
+"""The ``api.Registry`` view of one catalog: heads, channel entries and ``api.Bundle`` messages.
+
+Built once per loaded catalog by :mod:`pivoter.catalogserver.reload` and queried by the gRPC
+servicer (:mod:`pivoter.catalogserver.grpc`). The semantics follow operator-registry's reference
+server (``pkg/cache/pkgs.go``, ``pkg/cache/cache.go``, ``pkg/api/model_to_api.go`` at v1.73.0):
+one ``api.Bundle`` per (package, channel, bundle), ``replaces``/``skips`` trimmed on single-bundle
+answers, ``csvJson``/``object`` blanked in ``ListBundles`` when the bundle has an image, property
+values as Go re-encodes them. Messages are built on demand so that a large catalog is held once
+(as the model), not twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import orjson
+from google.protobuf import struct_pb2
+
+from pivoter.catalogserver import gojson
+from pivoter.catalogserver.csv import synthesize_csv
+from resolver.catalog import model
+from resolver.catalog.registryapi import registry_pb2 as api
+
+# opm refuses custom-schema keys that could escape its cache directory; same rule here.
+_META_KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+
+
+class RegistryError(Exception):
+    """A query that has no answer; the message is what opm says in the same case."""
+
+
+@dataclass(slots=True)
+class ChannelView:
+    """One channel as the registry sees it: its head and its entries by bundle name."""
+
+    name: str
+    head: str
+    entries: dict[str, model.ChannelEntry]
+    deprecation: str | None = None
+
+
+@dataclass(slots=True)
+class PackageView:
+    """One package: default channel, deprecation and channels by name."""
+
+    name: str
+    default_channel: str
+    channels: dict[str, ChannelView] = field(default_factory=dict)
+    deprecation: str | None = None
+
+
+def channel_head(channel: model.Channel) -> str:
+    """Return the one entry no other entry replaces or skips (operator-registry Channel.Head).
+
+    Raises RegistryError when there is none or more than one (an invalid catalog).
+    """
+    incoming: set[str] = set()
+    for entry in channel.entries:
+        if entry.replaces:
+            incoming.add(entry.replaces)
+        incoming.update(entry.skips)
+    heads = [e.name for e in channel.entries if e.name not in incoming]
+    if not heads:
+        raise RegistryError(f"package {channel.package!r}, channel {channel.name!r}: no head")
+    if len(heads) > 1:
+        raise RegistryError(
+            f"package {channel.package!r}, channel {channel.name!r}: multiple heads {heads}"
+        )
+    return heads[0]
+
+
+def _valid_meta_key(value: str) -> bool:
+    return bool(value) and value[0] not in "._-" and set(value) <= _META_KEY_CHARS
+
+
+class RegistryView:
+    """Answers every ``api.Registry`` query about one (validated) catalog."""
+
+    def __init__(self, catalog: model.Catalog) -> None:
+        self.catalog = catalog
+        self.packages: dict[str, PackageView] = {}
+        self._bundle_deprecations: dict[tuple[str, str], str] = {}
+        self._channel_deprecations: dict[tuple[str, str], str] = {}
+        self._package_deprecations: dict[str, str] = {}
+        self._metas: dict[tuple[str, str], list[model.Meta]] = {}
+        for deprecation in catalog.deprecations:
+            for d in deprecation.entries:
+                if d.schema == model.SCHEMA_BUNDLE:
+                    self._bundle_deprecations[(deprecation.package, d.name)] = d.message
+                elif d.schema == model.SCHEMA_CHANNEL:
+                    self._channel_deprecations[(deprecation.package, d.name)] = d.message
+                elif d.schema == model.SCHEMA_PACKAGE:
+                    self._package_deprecations[deprecation.package] = d.message
+        for pkg in catalog.packages:
+            self.packages[pkg.name] = PackageView(
+                name=pkg.name,
+                default_channel=pkg.default_channel,
+                deprecation=self._package_deprecations.get(pkg.name),
+            )
+        for channel in catalog.channels:
+            view = self.packages.get(channel.package)
+            if view is None:
+                continue
+            view.channels[channel.name] = ChannelView(
+                name=channel.name,
+                head=channel_head(channel),
+                entries={e.name: e for e in channel.entries},
+                deprecation=self._channel_deprecations.get((channel.package, channel.name)),
+            )
+        for meta in catalog.others:
+            package = meta.package
+            if _valid_meta_key(meta.schema) and (not package or _valid_meta_key(package)):
+                self._metas.setdefault((meta.schema, package), []).append(meta)
+        # ListBundles streams in opm's cache key order: (channel, package, bundle).
+        self._bundle_keys = sorted(
+            (ch.name, pkg.name, name)
+            for pkg in self.packages.values()
+            for ch in pkg.channels.values()
+            for name in ch.entries
+        )
+
+    # -- lookups shared by the RPCs -------------------------------------------------------------
+
+    def _package(self, name: str) -> PackageView:
+        try:
+            return self.packages[name]
+        except KeyError:
+            raise RegistryError(f"package {_q(name)} not found") from None
+
+    def _channel(self, package: str, channel: str) -> tuple[PackageView, ChannelView]:
+        pkg = self._package(package)
+        try:
+            return pkg, pkg.channels[channel]
+        except KeyError:
+            raise RegistryError(f"package {_q(package)}, channel {_q(channel)} not found") from None
+
+    def bundle(self, package: str, channel: str, name: str, *, trim: bool = True) -> api.Bundle:
+        """Return the ``api.Bundle`` of one channel membership (``GetBundle``)."""
+        _, ch = self._channel(package, channel)
+        if name not in ch.entries:
+            raise RegistryError(
+                f"package {_q(package)}, channel {_q(channel)}, bundle {_q(name)} not found"
+            )
+        return self._api_bundle(package, ch, name, trim=trim)
+
+    def _api_bundle(
+        self, package: str, ch: ChannelView, name: str, *, trim: bool, for_list: bool = False
+    ) -> api.Bundle:
+        found = self.catalog.bundle(package, name)
+        if found is None:  # validation guarantees every entry has a bundle
+            raise RegistryError(f"package {_q(package)}, bundle {_q(name)} not found")
+        entry = ch.entries[name]
+        message = to_api_bundle(
+            found,
+            self.catalog.package(package),
+            channel=ch.name,
+            entry=entry,
+            deprecation=self._bundle_deprecations.get((package, name)),
+            # ListBundles blanks the manifests of bundles with an image: do not build them.
+            with_manifests=not (for_list and found.image),
+        )
+        if trim:
+            message.replaces = ""
+            del message.skips[:]
+        return message
+
+    # -- the RPCs -------------------------------------------------------------------------------
+
+    def list_packages(self) -> Iterator[str]:
+        """Package names (``ListPackages``; opm's order is random, ours is catalog order)."""
+        return iter(self.packages)
+
+    def get_package(self, name: str) -> api.Package:
+        """The package with its channels sorted by name and their heads (``GetPackage``)."""
+        pkg = self._package(name)
+        message = api.Package(name=pkg.name, defaultChannelName=pkg.default_channel)
+        for ch in sorted(pkg.channels.values(), key=lambda c: c.name):
+            channel = message.channels.add(name=ch.name, csvName=ch.head)
+            if ch.deprecation is not None:
+                channel.deprecation.message = ch.deprecation
+        if pkg.deprecation is not None:
+            message.deprecation.message = pkg.deprecation
+        return message
+
+    def list_bundles(self) -> Iterator[api.Bundle]:
+        """Every (package, channel, bundle), untrimmed, in opm's order (``ListBundles``)."""
+        for channel, package, name in self._bundle_keys:
+            ch = self.packages[package].channels[channel]
+            yield self._api_bundle(package, ch, name, trim=False, for_list=True)
+
+    def bundle_for_channel(self, package: str, channel: str) -> api.Bundle:
+        """The head of a channel (``GetBundleForChannel``)."""
+        _, ch = self._channel(package, channel)
+        return self._api_bundle(package, ch, ch.head, trim=True)
+
+    def entries_that_replace(self, name: str) -> list[api.ChannelEntry]:
+        """Every entry whose replaces or skips names ``name`` (``GetChannelEntriesThatReplace``)."""
+        out: list[api.ChannelEntry] = []
+        for pkg in self.packages.values():
+            for ch in pkg.channels.values():
+                for entry in ch.entries.values():
+                    message = _entry(pkg.name, ch.name, entry.name, entry.replaces)
+                    if entry.replaces == name:
+                        out.append(message)
+                    out.extend(message for s in entry.skips if s == name and s != entry.replaces)
+        if not out:
+            raise RegistryError(f"no channel entries found that replace {name}")
+        return out
+
+    def bundle_that_replaces(self, name: str, package: str, channel: str) -> api.Bundle:
+        """A bundle of the channel replacing or skipping ``name`` (``GetBundleThatReplaces``).
+
+        opm picks one at random when several do; this picks the first in channel order.
+        """
+        if package not in self.packages:
+            raise RegistryError(f"package {package} not found")
+        _, ch = self._channel(package, channel)
+        for entry in ch.entries.values():
+            if entry.replaces == name or name in entry.skips:
+                return self._api_bundle(package, ch, entry.name, trim=True)
+        raise RegistryError(f"no entry found for package {_q(package)}, channel {_q(channel)}")
+
+    def _provides(self, package: str, name: str, gvk: model.GVK) -> bool:
+        found = self.catalog.bundle(package, name)
+        return found is not None and gvk in found.provided_apis
+
+    def _entries_for(
+        self, pkg: PackageView, ch: ChannelView, name: str, *, any_channel: bool
+    ) -> list[api.ChannelEntry]:
+        entry = ch.entries[name]
+        out = [_entry(pkg.name, ch.name, name, entry.replaces)]
+        out.extend(
+            _entry(pkg.name, ch.name, name, s)
+            for s in entry.skips
+            if s != entry.replaces and (any_channel or s in ch.entries)
+        )
+        return out
+
+    def entries_that_provide(self, gvk: model.GVK) -> list[api.ChannelEntry]:
+        """Entries (plus one per skip) of bundles providing ``gvk``
+        (``GetChannelEntriesThatProvide``; the plural is ignored, as opm does)."""
+        out: list[api.ChannelEntry] = []
+        for pkg in self.packages.values():
+            for ch in pkg.channels.values():
+                for name in ch.entries:
+                    if self._provides(pkg.name, name, gvk):
+                        out.extend(self._entries_for(pkg, ch, name, any_channel=True))
+        if not out:
+            raise RegistryError(f"no channel entries found that provide {_gvk_text(gvk)}")
+        return out
+
+    def latest_entries_that_provide(self, gvk: model.GVK) -> list[api.ChannelEntry]:
+        """Like :meth:`entries_that_provide` for channel heads only
+        (``GetLatestChannelEntriesThatProvide``)."""
+        out: list[api.ChannelEntry] = []
+        for pkg in self.packages.values():
+            for ch in pkg.channels.values():
+                if self._provides(pkg.name, ch.head, gvk):
+                    out.extend(self._entries_for(pkg, ch, ch.head, any_channel=False))
+        if not out:
+            raise RegistryError(f"no channel entries found that provide {_gvk_text(gvk)}")
+        return out
+
+    def default_bundle_that_provides(self, gvk: model.GVK) -> api.Bundle:
+        """The default-channel head providing ``gvk`` of the first package by name
+        (``GetDefaultBundleThatProvides``)."""
+        latest = sorted(self.latest_entries_that_provide(gvk), key=lambda e: e.packageName)
+        for entry in latest:
+            pkg = self.packages[entry.packageName]
+            if entry.channelName == pkg.default_channel:
+                return self.bundle(entry.packageName, entry.channelName, entry.bundleName)
+        raise RegistryError(f"no entry found that provides {_gvk_text(gvk)}")
+
+    def custom_schema_objects(self, schema: str, package: str) -> Iterator[struct_pb2.Struct]:
+        """Objects of a custom schema in one package ("" = package-less ones), in catalog order
+        (``ExperimentalListPackageCustomSchemas``)."""
+        for label, value in (("schema", schema), ("packageName", package)):
+            if label == "packageName" and not value:
+                continue
+            if not value:
+                raise ValueError(f"invalid {label}: must not be empty")
+            if not _valid_meta_key(value):
+                raise ValueError(
+                    f"invalid {label} {_q(value)}: must match ^[a-zA-Z0-9][a-zA-Z0-9._-]*$"
+                )
+        for meta in self._metas.get((schema, package), ()):
+            message = struct_pb2.Struct()
+            message.update(dict(meta.blob))
+            yield message
+
+
+def _q(text: str) -> str:
+    """Quote like Go's %q for the names that appear in error messages."""
+    return orjson.dumps(text).decode()
+
+
+def _gvk_text(gvk: model.GVK) -> str:
+    return f"group:{_q(gvk.group)} version:{_q(gvk.version)} kind:{_q(gvk.kind)}"
+
+
+def _entry(package: str, channel: str, name: str, replaces: str) -> api.ChannelEntry:
+    return api.ChannelEntry(
+        packageName=package, channelName=channel, bundleName=name, replaces=replaces
+    )
+
+
+def to_api_bundle(
+    bundle: model.Bundle,
+    package: model.Package | None,
+    *,
+    channel: str,
+    entry: model.ChannelEntry,
+    deprecation: str | None,
+    with_manifests: bool = True,
+) -> api.Bundle:
+    """Convert one bundle, as a member of ``channel``, to ``api.Bundle`` (model_to_api.go).
+
+    ``with_manifests=False`` leaves ``csvJson`` and ``object`` empty (what ListBundles sends for
+    bundles that have an image).
+    """
+    message = api.Bundle(
+        csvName=bundle.name,
+        packageName=bundle.package,
+        channelName=channel,
+        bundlePath=bundle.image,
+        version=bundle.version,
+        skipRange=entry.skip_range,
+        replaces=entry.replaces,
+        skips=list(entry.skips),
+    )
+    for gvk in bundle.provided_apis:
+        message.providedApis.add(group=gvk.group, version=gvk.version, kind=gvk.kind)
+    for gvk in bundle.required_apis:
+        message.requiredApis.add(group=gvk.group, version=gvk.version, kind=gvk.kind)
+    for prop in bundle.properties:
+        if prop.type == model.PROP_GVK_REQUIRED:
+            message.dependencies.add(type=model.PROP_GVK, value=gojson.dumps(prop.value))
+        elif prop.type == model.PROP_PACKAGE_REQUIRED and isinstance(prop.value, dict):
+            # opm rebuilds these as an olm.package property: {"packageName", "version"} in
+            # struct order, the range moved to "version".
+            value = orjson.dumps(
+                {
+                    "packageName": str(prop.value.get("packageName", "")),
+                    "version": str(prop.value.get("versionRange", "")),
+                }
+            ).decode()
+            message.dependencies.add(type=model.PROP_PACKAGE, value=value)
+        if prop.type not in (model.PROP_BUNDLE_OBJECT, model.PROP_CSV_METADATA):
+            message.properties.add(type=prop.type, value=gojson.dumps(prop.value))
+    if deprecation is not None:
+        message.deprecation.message = deprecation
+    if not with_manifests:
+        return message
+    # opm's inline objects are yaml.ToJSON output: Go map order and HTML escaping.
+    decoded = [orjson.loads(o) for o in bundle.objects]
+    objects = [gojson.dumps(o, escape_html=True) for o in decoded]
+    csv_json = next(
+        (
+            text
+            for obj, text in zip(decoded, objects, strict=True)
+            if isinstance(obj, dict) and obj.get("kind") == "ClusterServiceVersion"
+        ),
+        "",
+    )
+    metadata = [v for v in bundle.props(model.PROP_CSV_METADATA) if isinstance(v, dict)]
+    if not csv_json and len(metadata) == 1:
+        csv_json = synthesize_csv(bundle, package, metadata[0])
+        if not objects:
+            objects = [csv_json]
+    message.csvJson = csv_json
+    message.object.extend(objects)
+    return message

@@ -1,0 +1,218 @@
+"""A catalog source for catalogd's HTTP API (OLM v1 ``ClusterCatalog`` content).
+
+``<base>/api/v1/all`` is streamed as JSON lines (gzip-compressed when the server agrees), each
+line decoded as it arrives and the catalog built only once the whole body has been read and
+checked, so a dropped or garbled stream never yields a partial catalog. ``If-Modified-Since``
+avoids re-reading an unchanged catalog. ``<base>/api/v1/metas`` is queried where the server
+offers it. https with a custom CA bundle and a bearer token are supported. Opened by
+:func:`resolver.catalog.sources.open_source` for ``http://`` and ``https://`` addresses.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import ssl
+import time
+import urllib.parse
+import zlib
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+
+from resolver.catalog.errors import CatalogLoadError
+from resolver.catalog.load import load_objects
+from resolver.catalog.model import JSON, Catalog, Origin
+from resolver.catalog.sources.base import SourceError
+
+DEFAULT_TIMEOUT = 30.0
+"""Seconds to wait for a connection or for the next bytes of a response (a stall)."""
+DEFAULT_DEADLINE = 600.0
+"""Seconds a whole fetch may take."""
+DEFAULT_MAX_BYTES = 2 * 1024**3
+"""Largest catalog body accepted, uncompressed (the largest public catalogs are ~200 MiB)."""
+DEFAULT_MAX_LINE_BYTES = 256 * 1024**2
+"""Largest single object accepted (bundles with inline manifests reach a few MiB)."""
+
+_CHUNK = 1 << 16
+
+
+class CatalogdSource:
+    """Fetches a catalog from ``<base>/api/v1/all`` of a catalogd-compatible server."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        name: str | None = None,
+        ca_file: str | None = None,
+        token: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        deadline: float = DEFAULT_DEADLINE,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    ) -> None:
+        self.spec = base_url
+        self.base_url = base_url.rstrip("/")
+        parts = urllib.parse.urlsplit(self.base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise SourceError(base_url, "not an http(s) URL")
+        self._parts = parts
+        # Default name: the last path segment, as in catalogd's /catalogs/<name>.
+        self.name = name if name is not None else parts.path.rstrip("/").rsplit("/", 1)[-1]
+        self.ca_file = ca_file
+        self.token = token
+        self.timeout = timeout
+        self.deadline = deadline
+        self.max_bytes = max_bytes
+        self.max_line_bytes = max_line_bytes
+        self._digest: str | None = None
+        self._last_modified: str | None = None
+        self._catalog: Catalog | None = None
+        self._body_digest: str | None = None
+
+    @property
+    def digest(self) -> str | None:
+        """sha256 of the uncompressed body of the last fetch."""
+        return self._digest
+
+    def _connection(self) -> http.client.HTTPConnection:
+        host = self._parts.hostname or ""
+        port = self._parts.port
+        if self._parts.scheme == "https":
+            context = ssl.create_default_context(cafile=self.ca_file)
+            return http.client.HTTPSConnection(host, port, timeout=self.timeout, context=context)
+        return http.client.HTTPConnection(host, port, timeout=self.timeout)
+
+    def _request(
+        self, path: str, headers: dict[str, str]
+    ) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
+        headers = {"Accept-Encoding": "gzip", "Accept": "application/jsonl", **headers}
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        conn = self._connection()
+        try:
+            conn.request("GET", path, headers=headers)
+            return conn, conn.getresponse()
+        except ssl.SSLError as err:
+            conn.close()
+            raise SourceError(self.spec, f"TLS error: {err}") from None
+        except TimeoutError:
+            conn.close()
+            raise SourceError(self.spec, f"no answer within {self.timeout:g}s") from None
+        except (OSError, http.client.HTTPException) as err:
+            conn.close()
+            raise SourceError(self.spec, f"cannot connect: {err}") from None
+
+    def _lines(self, response: http.client.HTTPResponse, url: str) -> Iterator[bytes]:
+        """Yield the body's lines (without newline), enforcing size, stall and deadline limits."""
+        encoding = (response.getheader("Content-Encoding") or "identity").lower()
+        if encoding not in ("gzip", "identity"):
+            raise SourceError(url, f"unsupported Content-Encoding {encoding!r}")
+        inflate = zlib.decompressobj(wbits=31) if encoding == "gzip" else None
+        started = time.monotonic()
+        total = 0
+        pending = b""
+        hasher = hashlib.sha256()
+        while True:
+            if time.monotonic() - started > self.deadline:
+                raise SourceError(url, f"download took longer than {self.deadline:g}s")
+            try:
+                raw = response.read1(_CHUNK)
+            except TimeoutError:
+                raise SourceError(url, f"stalled: no data for {self.timeout:g}s") from None
+            except (OSError, http.client.HTTPException) as err:
+                raise SourceError(url, f"connection dropped mid-stream: {err!r}") from None
+            if not raw:
+                break
+            if inflate is not None:
+                try:
+                    data = inflate.decompress(raw, self.max_bytes - total + 1)
+                except zlib.error as err:
+                    raise SourceError(url, f"corrupt gzip stream: {err}") from None
+                if inflate.unconsumed_tail:
+                    raise SourceError(url, f"catalog is larger than {self.max_bytes} bytes")
+            else:
+                data = raw
+            total += len(data)
+            if total > self.max_bytes:
+                raise SourceError(url, f"catalog is larger than {self.max_bytes} bytes")
+            hasher.update(data)
+            pending += data
+            *complete, pending = pending.split(b"\n")
+            if len(pending) > self.max_line_bytes:
+                raise SourceError(url, f"an object is larger than {self.max_line_bytes} bytes")
+            yield from complete
+        if inflate is not None and not inflate.eof:
+            raise SourceError(url, "connection dropped mid-stream (gzip stream is incomplete)")
+        if pending.strip():
+            raise SourceError(url, "connection dropped mid-stream (last line is incomplete)")
+        self._body_digest = hasher.hexdigest()
+
+    def _objects(self, response: http.client.HTTPResponse, url: str) -> list[tuple[JSON, Origin]]:
+        objects: list[tuple[JSON, Origin]] = []
+        for number, line in enumerate(self._lines(response, url), start=1):
+            if not line.strip():
+                continue
+            try:
+                blob = orjson.loads(line)
+            except orjson.JSONDecodeError as err:
+                raise SourceError(url, f"line {number} is not JSON: {err}") from None
+            if not isinstance(blob, dict):
+                raise SourceError(url, f"line {number} is not a JSON object")
+            objects.append((blob, Origin(url, number)))
+        return objects
+
+    def _check_status(self, response: http.client.HTTPResponse, url: str) -> None:
+        if response.status != 200:
+            detail = response.read(512).decode("utf-8", "replace").strip()
+            raise SourceError(url, f"HTTP {response.status} {response.reason}: {detail}")
+        content_type = (response.getheader("Content-Type") or "").split(";")[0].strip()
+        if content_type and content_type not in ("application/jsonl", "application/json"):
+            raise SourceError(url, f"unexpected Content-Type {content_type!r}")
+
+    def fetch(self) -> Catalog:
+        """Fetch ``<base>/api/v1/all``; an unchanged catalog (304) returns the cached one."""
+        url = f"{self.base_url}/api/v1/all"
+        headers = {}
+        if self._last_modified and self._catalog is not None:
+            headers["If-Modified-Since"] = self._last_modified
+        conn, response = self._request(self._parts.path.rstrip("/") + "/api/v1/all", headers)
+        try:
+            if response.status == 304 and self._catalog is not None:
+                return self._catalog
+            self._check_status(response, url)
+            objects = self._objects(response, url)
+            last_modified = response.getheader("Last-Modified")
+        finally:
+            response.close()
+            conn.close()
+        try:
+            catalog = load_objects(objects, name=self.name)
+        except CatalogLoadError as err:
+            raise SourceError(url, str(err)) from None
+        self._catalog = catalog
+        self._last_modified = last_modified
+        self._digest = self._body_digest
+        return catalog
+
+    def metas(self, *, schema: str = "", package: str = "", name: str = "") -> list[Any]:
+        """Query ``<base>/api/v1/metas`` (catalogd's optional endpoint) and return the objects.
+
+        Raises SourceError when the server does not offer the endpoint (404).
+        """
+        query = urllib.parse.urlencode(
+            {k: v for k, v in (("schema", schema), ("package", package), ("name", name)) if v}
+        )
+        path = self._parts.path.rstrip("/") + "/api/v1/metas" + (f"?{query}" if query else "")
+        url = f"{self.base_url}/api/v1/metas"
+        conn, response = self._request(path, {})
+        try:
+            if response.status == 404:
+                raise SourceError(url, "the server does not offer /api/v1/metas (HTTP 404)")
+            self._check_status(response, url)
+            return [blob for blob, _ in self._objects(response, url)]
+        finally:
+            response.close()
+            conn.close()
