@@ -1,0 +1,5 @@
+"""The conformance runner: replays the shared resolver cases under the profile each one names.
+
+``python -m resolver.conformance FILE`` (see :mod:`resolver.conformance.runner`); deliberate
+deviations are listed with their reasons in ``deviations.yaml`` next to this file.
+"""

@@ -1,0 +1,191 @@
+"""Run conformance cases and compare each outcome with its expectation.
+
+Each case runs under the profile its ``engine`` names, at its ``level`` (solver, resolver,
+channel_order, successors). A case listed in ``deviations.yaml`` is reported with its reason
+instead of failing. Prints one line per case and ends with ``N passed, M failed``. Used by
+``python -m resolver.conformance`` and by the test suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from resolver import profiles
+from resolver.conformance import cases
+from resolver.profiles import olmv1_filter
+from resolver.rules.channels import ChannelError, sort_channel
+from resolver.rules.inputs import Choice, ResolutionError, Unsatisfiable
+from resolver.sat import NotSatisfiable, ProblemError
+
+DEVIATIONS = Path(__file__).with_name("deviations.yaml")
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What running one case produced."""
+
+    outcome: str
+    selected: tuple[str, ...] = ()
+    choices: tuple[Choice, ...] = ()
+    error: str = ""
+    replaces: Mapping[str, str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The comparison of one case's outcome with its expectation."""
+
+    id: str
+    status: str  # "pass", "fail" or "deviation"
+    detail: str = ""
+
+    def line(self) -> str:
+        """One line of the runner's output."""
+        tail = f": {self.detail}" if self.detail else ""
+        return f"{self.status.upper():9} {self.id}{tail}"
+
+
+def load_deviations(path: Path = DEVIATIONS) -> dict[str, str]:
+    """Read the id -> reason map of deliberate deviations."""
+    data = yaml.safe_load(path.read_text()) or {}
+    return {str(k): str(v) for k, v in data.items()}
+
+
+def run_case(case: Mapping[str, Any]) -> Outcome:
+    """Run one case under its engine's profile."""
+    engine = str(case["engine"])
+    level = str(case["level"])
+    separator = profiles.SEPARATORS.get(engine, ", ")
+    try:
+        if level == "solver":
+            selected = profiles.solve_variables(cases.variables(case))
+            return Outcome("ok", tuple(sorted(selected)))
+        if level == "channel_order":
+            package, channel, entries = cases.channel_entries(case)
+            return Outcome("ok", tuple(sort_channel(package, channel, entries)))
+        inp = cases.resolution_input(case)
+        if level == "successors":
+            return Outcome("ok", tuple(olmv1_filter.successors(inp)))
+        result = profiles.get(engine)(inp)
+    except NotSatisfiable as err:
+        return Outcome("unsat", error=err.message(separator))
+    except Unsatisfiable as err:
+        return Outcome("unsat", error=err.text(separator))
+    except (ResolutionError, ChannelError, ProblemError) as err:
+        return Outcome("error", error=str(err))
+    choices = tuple(result.choices)
+    return Outcome(
+        "ok",
+        tuple(c.bundle.name for c in choices),
+        choices,
+        replaces={c.bundle.name: c.replaces for c in choices if c.replaces},
+    )
+
+
+_QUALIFIED = re.compile(
+    r"^(?P<name>.+?)(?:@(?P<catalog>[^@ ]+))?(?: \(channel (?P<channel>.+)\))?$"
+)
+
+
+def _match_selected(expected: Sequence[str], got: Outcome) -> str:
+    if not got.choices:
+        want = sorted(expected)
+        have = sorted(got.selected)
+        return "" if want == have else f"selected {have}, expected {want}"
+    remaining = list(got.choices)
+    for text in expected:
+        m = _QUALIFIED.match(text)
+        assert m is not None
+        hit = next(
+            (
+                c
+                for c in remaining
+                if c.bundle.name == m["name"]
+                and (not m["catalog"] or c.catalog == m["catalog"])
+                and (not m["channel"] or c.channel == m["channel"])
+            ),
+            None,
+        )
+        if hit is None:
+            return f"expected {text!r} not selected; selected {_show(got.choices)}"
+        remaining.remove(hit)
+    if remaining:
+        return f"unexpected selections {_show(remaining)}"
+    return ""
+
+
+def _show(choices: Sequence[Choice]) -> list[str]:
+    return [f"{c.bundle.name}@{c.catalog} (channel {c.channel})" for c in choices]
+
+
+def judge(case: Mapping[str, Any], got: Outcome) -> str:
+    """Return "" when ``got`` meets the case's expectation, else what differs."""
+    expect: Mapping[str, Any] = case["expect"]
+    if got.outcome != expect["outcome"]:
+        extra = f" ({got.error})" if got.error else f" (selected {list(got.selected)})"
+        return f"outcome {got.outcome}, expected {expect['outcome']}{extra}"
+    if got.outcome == "ok":
+        level = case["level"]
+        if level == "channel_order":
+            if list(got.selected) != list(expect.get("order", [])):
+                return f"order {list(got.selected)}, expected {expect.get('order')}"
+            return ""
+        if level == "successors":
+            want = sorted(expect.get("allowed", []))
+            return "" if list(got.selected) == want else f"allowed {got.selected}, expected {want}"
+        problem = _match_selected(list(expect.get("selected", [])), got)
+        if problem:
+            return problem
+        if "replaces" in expect and dict(got.replaces or {}) != dict(expect["replaces"]):
+            return f"replaces {dict(got.replaces or {})}, expected {dict(expect['replaces'])}"
+        return ""
+    if "error_exact" in expect and got.error != expect["error_exact"]:
+        return f"error {got.error!r}, expected exactly {expect['error_exact']!r}"
+    missing = [s for s in expect.get("error_contains", []) or [] if s not in got.error]
+    if missing:
+        return f"error {got.error!r} lacks {missing!r}"
+    return ""
+
+
+def run_file(path: Path, deviations: Mapping[str, str]) -> list[Verdict]:
+    """Run every case of one file."""
+    data = yaml.safe_load(path.read_text())
+    verdicts = []
+    for case in data.get("cases", []):
+        cid = str(case["id"])
+        try:
+            problem = judge(case, run_case(case))
+        except Exception as err:
+            problem = f"crashed: {type(err).__name__}: {err}"
+        if cid in deviations:
+            note = deviations[cid] + ("" if problem else " (now passes: remove the deviation)")
+            verdicts.append(Verdict(cid, "deviation", note))
+        else:
+            verdicts.append(Verdict(cid, "fail" if problem else "pass", problem))
+    return verdicts
+
+
+def main(argv: Sequence[str]) -> int:
+    """Entry point: run the files, print one line per case and the totals."""
+    parser = argparse.ArgumentParser(prog="python -m resolver.conformance")
+    parser.add_argument("files", nargs="+", type=Path)
+    parser.add_argument("--deviations", type=Path, default=DEVIATIONS)
+    args = parser.parse_args(argv)
+    deviations = load_deviations(args.deviations)
+    verdicts = [v for f in args.files for v in run_file(f, deviations)]
+    for v in verdicts:
+        print(v.line())
+    passed = sum(v.status == "pass" for v in verdicts)
+    failed = sum(v.status == "fail" for v in verdicts)
+    listed = sum(v.status == "deviation" for v in verdicts)
+    if listed:
+        print(f"{listed} deliberate deviations (reasons above, from {args.deviations.name})")
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0

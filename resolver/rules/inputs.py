@@ -1,0 +1,245 @@
+"""What a resolution is asked: catalogs, installed bundles and package requests, and its answer.
+
+These are the profile-independent inputs every profile in :mod:`resolver.profiles` reads; the
+CLI builds them from catalog sources and a ResolveSet, the conformance runner from a case's
+inline data. :class:`Candidate` indexes one bundle of one catalog with its channels and parsed
+version, so profiles never re-scan catalogs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from resolver.catalog.model import (
+    GVK,
+    PROP_PACKAGE,
+    SCHEMA_BUNDLE,
+    SCHEMA_CHANNEL,
+    SCHEMA_PACKAGE,
+    Bundle,
+    Catalog,
+    ChannelEntry,
+    Property,
+)
+from resolver.versions import Version, VersionSyntaxError, parse_version
+
+
+@dataclass(slots=True)
+class CatalogSource:
+    """A catalog as a resolution sees it: its name, priority, availability and contents."""
+
+    name: str
+    catalog: Catalog
+    priority: int = 0
+    namespace: str = ""
+    available: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Installed:
+    """A bundle installed on the cluster (OLM v0: a CSV; OLM v1/pivoter: an extension's bundle)."""
+
+    name: str
+    package: str = ""
+    version: str = ""
+    properties: tuple[Property, ...] = ()
+    replaces: str = ""
+    phase: str = ""
+    subscribed_by: str | None = None
+    catalog: str = ""
+    channel: str = ""
+
+    def as_bundle(self) -> Bundle:
+        """The installed bundle as a catalog bundle (for predicates).
+
+        A ResolveSet carries no properties; the package and version still let package ranges
+        match the installed bundle.
+        """
+        props = self.properties
+        if self.package and not any(p.type == PROP_PACKAGE for p in props):
+            version = {"packageName": self.package, "version": self.version}
+            props = (Property(PROP_PACKAGE, version), *props)
+        return Bundle(package=self.package, name=self.name, properties=props)
+
+
+@dataclass(frozen=True, slots=True)
+class PackageRequest:
+    """A request to install (or keep) one package: a Subscription or a ClusterExtension."""
+
+    package: str
+    channels: tuple[str, ...] = ()
+    version_range: str = ""
+    upgrade_policy: str = "CatalogProvided"
+    name: str = ""
+    catalog: str = ""
+    starting_bundle: str = ""
+    installed_bundle: str = ""
+
+
+@dataclass(slots=True)
+class ResolutionInput:
+    """Everything one resolution reads."""
+
+    catalogs: list[CatalogSource]
+    requests: list[PackageRequest]
+    installed: list[Installed] = field(default_factory=list)
+    kube_version: str = ""
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """One selected bundle: where it comes from and, for an upgrade, what it replaces."""
+
+    package: str
+    bundle: Bundle
+    catalog: str
+    channel: str = ""
+    replaces: str = ""
+    installed: bool = False
+
+
+@dataclass(slots=True)
+class Resolution:
+    """The answer of a profile: the selected bundles, plus notes for "why not newer"."""
+
+    choices: list[Choice]
+    why_not: dict[str, list[str]] = field(default_factory=dict)
+
+
+class ResolutionError(Exception):
+    """A resolution that failed outside the SAT solver (bad input, ambiguous catalogs)."""
+
+
+class Unsatisfiable(Exception):
+    """No selection satisfies the request.
+
+    ``lines`` is the minimal explanation (one line per constraint of the MUS); ``summary`` groups
+    it for reading (see :mod:`resolver.explain`).
+    """
+
+    def __init__(
+        self,
+        lines: Sequence[str],
+        header: str = "constraints not satisfiable",
+        summary: Sequence[str] = (),
+    ) -> None:
+        self.lines = list(lines)
+        self.header = header
+        self.summary = list(summary) or list(lines)
+        super().__init__(self.text())
+
+    def text(self, separator: str = ", ") -> str:
+        """The explanation on one line (OLM's format) or with another separator."""
+        if not self.lines:
+            return self.header
+        lead = separator if "\n" in separator else " "
+        return f"{self.header}:{lead}" + separator.join(self.lines)
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One bundle of one catalog, with its channel entries and parsed version."""
+
+    source: CatalogSource
+    bundle: Bundle
+    entries: tuple[tuple[str, ChannelEntry], ...]
+    version: Version | None
+
+    @property
+    def catalog(self) -> str:
+        """The catalog name."""
+        return self.source.name
+
+    @property
+    def package(self) -> str:
+        """The package name."""
+        return self.bundle.package
+
+    @property
+    def name(self) -> str:
+        """The bundle name."""
+        return self.bundle.name
+
+    @property
+    def channels(self) -> tuple[str, ...]:
+        """The channels this bundle is in, sorted."""
+        return tuple(sorted({c for c, _ in self.entries}))
+
+    def entry(self, channel: str) -> ChannelEntry | None:
+        """The bundle's entry in ``channel``, or None."""
+        return next((e for c, e in self.entries if c == channel), None)
+
+
+def safe_version(text: str) -> Version | None:
+    """Parse a bundle version tolerantly; None when it is not a version at all."""
+    try:
+        return parse_version(text) if text else None
+    except VersionSyntaxError:
+        return None
+
+
+class Index:
+    """Candidates of all available catalogs, by package, in catalog-name then bundle-name order."""
+
+    def __init__(self, sources: Sequence[CatalogSource]) -> None:
+        # Sorted by name: the order of --catalog flags must not change any answer or explanation.
+        self.sources = sorted((s for s in sources if s.available), key=lambda s: s.name)
+        self.by_package: dict[str, list[Candidate]] = {}
+        self.default_channel: dict[tuple[str, str], str] = {}
+        self._providers: dict[GVK, list[Candidate]] | None = None
+        for source in self.sources:
+            entries: dict[tuple[str, str], list[tuple[str, ChannelEntry]]] = {}
+            for channel in source.catalog.channels:
+                for entry in channel.entries:
+                    entries.setdefault((channel.package, entry.name), []).append(
+                        (channel.name, entry)
+                    )
+            for pkg in source.catalog.packages:
+                self.default_channel[(source.name, pkg.name)] = pkg.default_channel
+            for bundle in sorted(source.catalog.bundles, key=lambda b: (b.package, b.name)):
+                cand = Candidate(
+                    source,
+                    bundle,
+                    tuple(sorted(entries.get((bundle.package, bundle.name), []), key=_by_channel)),
+                    safe_version(bundle.version),
+                )
+                self.by_package.setdefault(bundle.package, []).append(cand)
+
+    def providers(self, gvk: GVK) -> list[Candidate]:
+        """Every candidate that provides ``gvk`` (the map is built on first use)."""
+        if self._providers is None:
+            self._providers = {}
+            for cand in self.all():
+                for api in cand.bundle.provided_apis:
+                    self._providers.setdefault(api, []).append(cand)
+        return self._providers.get(gvk, [])
+
+    def candidates(self, package: str) -> list[Candidate]:
+        """All candidates of ``package`` (empty when unknown)."""
+        return self.by_package.get(package, [])
+
+    def all(self) -> Iterator[Candidate]:
+        """Every candidate, package by package."""
+        for package in sorted(self.by_package):
+            yield from self.by_package[package]
+
+    def deprecated(self, cand: Candidate, channel: str = "") -> str:
+        """The deprecation message that applies to ``cand`` (bundle, channel, package) or ""."""
+        dep = cand.source.catalog.deprecation_of(cand.package)
+        if dep is None:
+            return ""
+        for entry in dep.entries:
+            if entry.schema == SCHEMA_BUNDLE and entry.name == cand.name:
+                return entry.message or f"bundle {cand.name} is deprecated"
+            if entry.schema == SCHEMA_PACKAGE:
+                return entry.message or f"package {cand.package} is deprecated"
+            if entry.schema == SCHEMA_CHANNEL and channel and entry.name == channel:
+                return entry.message or f"channel {channel} is deprecated"
+        return ""
+
+
+def _by_channel(item: tuple[str, ChannelEntry]) -> str:
+    return item[0]

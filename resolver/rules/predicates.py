@@ -1,0 +1,220 @@
+"""Dependency predicates: what a bundle's requirement properties ask of another bundle.
+
+One requirement property (``olm.package.required``, ``olm.gvk.required``, ``olm.constraint``)
+becomes one :class:`Predicate` over a *single* candidate bundle, as in OLM v0 (``all`` means one
+bundle satisfying every sub-constraint, not several bundles). ``olm.constraint`` supports
+``gvk``, ``package``, ``all``, ``any``, ``not`` and ``cel`` (evaluated with cel-python: the
+environment has the ``properties`` list and ``semver_compare(a, b)``). Texts follow OLM v0's
+``cache/predicates.go`` wording so explanations read the same. Used by every profile in
+:mod:`resolver.profiles`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import celpy
+from celpy import celtypes
+from celpy.adapter import json_to_cel
+from celpy.celparser import CELParseError
+
+from resolver.catalog.model import (
+    GVK,
+    PROP_CONSTRAINT,
+    PROP_GVK_REQUIRED,
+    PROP_PACKAGE,
+    PROP_PACKAGE_REQUIRED,
+    Bundle,
+    Property,
+)
+from resolver.versions import RangeSyntaxError, VersionRange, parse_range, parse_version
+
+CONSTRAINT_LIMIT = 128 * 1024
+"""OLM v0's size limit of one ``olm.constraint`` value, in bytes of JSON."""
+
+
+class PredicateError(ValueError):
+    """A requirement property that cannot be turned into a predicate (bad range, bad CEL)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Predicate:
+    """A test on one candidate bundle, with the text OLM prints for it."""
+
+    text: str
+    test: Callable[[Bundle], bool]
+    failure_message: str = ""
+    kind: str = ""
+    package: str = ""
+    gvk: GVK | None = None
+
+    def __call__(self, bundle: Bundle) -> bool:
+        return self.test(bundle)
+
+
+def gvk_predicate(gvk: GVK) -> Predicate:
+    """A bundle that provides ``gvk``."""
+    return Predicate(
+        f"providing an API with group: {gvk.group}, version: {gvk.version}, kind: {gvk.kind}",
+        lambda b: gvk in b.provided_apis,
+        kind="gvk",
+        gvk=gvk,
+    )
+
+
+def package_predicate(package: str, version_range: str) -> Predicate:
+    """A bundle of ``package`` whose version is in the blang ``version_range``."""
+    try:
+        rng = parse_range(version_range, "blang") if version_range else None
+    except RangeSyntaxError as err:
+        raise PredicateError(str(err)) from None
+    return Predicate(
+        f"with package: {package} and with version in range: {version_range}",
+        lambda b: b.package == package and _in_range(rng, b.version),
+        kind="package",
+        package=package,
+    )
+
+
+def _in_range(rng: VersionRange | None, version: str) -> bool:
+    if rng is None:
+        return True
+    try:
+        return rng.contains(parse_version(version))
+    except ValueError:
+        return False
+
+
+def requirements(bundle: Bundle) -> Iterator[Predicate]:
+    """Yield one predicate per requirement property of ``bundle``, in property order."""
+    for prop in bundle.properties:
+        if prop.type == PROP_PACKAGE_REQUIRED and isinstance(prop.value, dict):
+            yield package_predicate(
+                str(prop.value.get("packageName", "")), str(prop.value.get("versionRange", ""))
+            )
+        elif prop.type == PROP_GVK_REQUIRED and isinstance(prop.value, dict):
+            yield gvk_predicate(
+                GVK(
+                    str(prop.value.get("group", "")),
+                    str(prop.value.get("version", "")),
+                    str(prop.value.get("kind", "")),
+                )
+            )
+        elif prop.type == PROP_CONSTRAINT:
+            yield constraint_predicate(prop.value)
+
+
+def has_requirements(bundle: Bundle) -> str:
+    """Return the first requirement property type of ``bundle`` ("" when it has none)."""
+    for prop in bundle.properties:
+        if prop.type in (PROP_PACKAGE_REQUIRED, PROP_GVK_REQUIRED, PROP_CONSTRAINT):
+            return prop.type
+    return ""
+
+
+_CONSTRAINT_KEYS = {"failureMessage", "gvk", "package", "all", "any", "not", "cel"}
+
+
+def constraint_predicate(value: Any) -> Predicate:
+    """Turn an ``olm.constraint`` value into a predicate (unknown fields are an error)."""
+    if len(json.dumps(value)) > CONSTRAINT_LIMIT:
+        raise PredicateError("olm.constraint value exceeds the 128 KiB limit")
+    if not isinstance(value, dict):
+        raise PredicateError("olm.constraint value must be an object")
+    pred = _constraint(value)
+    message = str(value.get("failureMessage", ""))
+    return Predicate(
+        pred.text,
+        pred.test,
+        failure_message=message,
+        kind=pred.kind,
+        package=pred.package,
+        gvk=pred.gvk,
+    )
+
+
+def _constraint(value: dict[str, Any]) -> Predicate:
+    unknown = sorted(set(value) - _CONSTRAINT_KEYS)
+    if unknown:
+        raise PredicateError(f'json: unknown field "{unknown[0]}"')
+    if "gvk" in value:
+        g = value["gvk"]
+        return gvk_predicate(
+            GVK(str(g.get("group", "")), str(g.get("version", "")), str(g.get("kind", "")))
+        )
+    if "package" in value:
+        p = value["package"]
+        return package_predicate(str(p.get("packageName", "")), str(p.get("versionRange", "")))
+    if "cel" in value:
+        rule = str(value["cel"].get("rule", ""))
+        test = _cel_test(rule)
+        message = str(value.get("failureMessage", ""))
+        return Predicate(f'with constraint: "{rule}" and message: "{message}"', test, kind="cel")
+    for key, joiner in (("all", " and "), ("any", " or "), ("not", " and not ")):
+        if key in value:
+            subs = [_constraint(c) for c in value[key].get("constraints", [])]
+            if not subs:
+                raise PredicateError(f"olm.constraint {key!r} has no constraints")
+            return _compound(key, joiner, subs)
+    raise PredicateError("olm.constraint has no constraint (gvk, package, all, any, not, cel)")
+
+
+def _compound(key: str, joiner: str, subs: list[Predicate]) -> Predicate:
+    text = joiner.join(s.text for s in subs)
+
+    def every(b: Bundle) -> bool:
+        return all(p(b) for p in subs)
+
+    def some(b: Bundle) -> bool:
+        return any(p(b) for p in subs)
+
+    def none(b: Bundle) -> bool:
+        return not any(p(b) for p in subs)
+
+    test = {"all": every, "any": some}.get(key, none)
+    return Predicate(text, test, kind=key)
+
+
+def _semver_compare(a: celtypes.Value, b: celtypes.Value) -> celtypes.IntType:
+    left, right = parse_version(str(a)), parse_version(str(b))
+    return celtypes.IntType(left.compare(right))
+
+
+@lru_cache(maxsize=512)
+def _cel_program(rule: str) -> celpy.Runner:
+    env = celpy.Environment()
+    try:
+        ast = env.compile(rule)
+    except CELParseError as err:
+        raise PredicateError(f"invalid CEL rule {rule!r}: {err}") from None
+    return env.program(ast, functions={"semver_compare": _semver_compare})
+
+
+def _cel_test(rule: str) -> Callable[[Bundle], bool]:
+    program = _cel_program(rule)
+
+    def test(bundle: Bundle) -> bool:
+        activation = {"properties": json_to_cel([_prop_json(p) for p in bundle.properties])}
+        try:
+            result = program.evaluate(activation)
+        except Exception:
+            return False
+        return isinstance(result, celtypes.BoolType) and bool(result)
+
+    return test
+
+
+def _prop_json(prop: Property) -> dict[str, Any]:
+    return {"type": prop.type, "value": prop.value}
+
+
+def package_of(bundle: Bundle) -> str:
+    """The package name a bundle declares in ``olm.package`` (falls back to its package)."""
+    value = bundle.prop(PROP_PACKAGE)
+    if isinstance(value, dict) and value.get("packageName"):
+        return str(value["packageName"])
+    return bundle.package

@@ -1,0 +1,1 @@
+"""Tests of the resolver: versions, SAT engine, rules, profiles, conformance, ResolveSet."""
