@@ -1,0 +1,236 @@
+"""The content store: unpacked bundles kept on disk, addressed by the digest of their tree.
+
+The unpack path fetches into :meth:`BundleStore.staging`, then :meth:`BundleStore.publish` moves
+the tree into place with one ``rename`` (readers never see half a bundle) under the key
+``sha256:<hex>`` of the normalized tree (:func:`tree_digest`), so identical content is stored
+once. The cluster side keeps the set of keys its Bundles reference and calls
+:meth:`BundleStore.gc` with it (mark-and-sweep), and serves a bundle to other provisioners with
+:meth:`BundleStore.tar_gz` behind an authenticated endpoint.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import stat
+import tarfile
+import tempfile
+import threading
+import time
+import zlib
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from provisioners.errors import ProvisionerError
+
+_KEY = re.compile(r"^sha256:([0-9a-f]{64})$")
+_CHUNK = 1 << 20
+_FLUSH = 256 << 10
+
+
+class StoreError(ProvisionerError):
+    """A store operation failed (unknown key, unreadable tree)."""
+
+
+class BundleNotStoredError(StoreError):
+    """No bundle with that key is in the store (never published, or garbage-collected)."""
+
+
+def _walk(root: Path) -> Iterator[tuple[str, Path, os.stat_result]]:
+    """Yield (relative posix path, path, lstat) for every entry below ``root``, sorted bytewise."""
+    stack = [("", root)]
+    while stack:
+        prefix, directory = stack.pop()
+        names = sorted(os.listdir(directory), key=os.fsencode)
+        subdirs = []
+        for name in names:
+            path = directory / name
+            rel = f"{prefix}{name}"
+            info = os.lstat(path)
+            yield rel, path, info
+            if stat.S_ISDIR(info.st_mode):
+                subdirs.append((f"{rel}/", path))
+        stack.extend(reversed(subdirs))
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as source:
+        while chunk := source.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def tree_digest(root: Path) -> str:
+    """Digest a bundle tree by paths, types, exec bits, contents and link targets (not times)."""
+    digest = hashlib.sha256()
+    for rel, path, info in _walk(root):
+        name = os.fsencode(rel)
+        if stat.S_ISDIR(info.st_mode):
+            digest.update(b"D\0" + name + b"\0")
+        elif stat.S_ISLNK(info.st_mode):
+            digest.update(b"L\0" + name + b"\0" + os.fsencode(os.readlink(path)) + b"\0")
+        elif stat.S_ISREG(info.st_mode):
+            mode = b"755" if info.st_mode & 0o111 else b"644"
+            content = _file_sha256(path).encode()
+            digest.update(b"F\0" + name + b"\0" + mode + b"\0" + content + b"\0")
+        else:
+            raise StoreError(f"{rel!r} is neither a file, a directory nor a symlink")
+    return f"sha256:{digest.hexdigest()}"
+
+
+@dataclass(frozen=True)
+class StoredBundle:
+    """A published bundle: its key and where its tree is."""
+
+    key: str
+    path: Path
+
+
+class BundleStore:
+    """A directory of content-addressed bundle trees with atomic publish and mark-and-sweep GC."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._objects = root / "objects"
+        self._staging = root / "staging"
+        self._objects.mkdir(parents=True, exist_ok=True)
+        self._staging.mkdir(parents=True, exist_ok=True)
+        # Publish and GC exclude each other within a process; across processes the GC grace
+        # period protects bundles published moments ago but not yet recorded as live.
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _dirname(key: str) -> str:
+        match = _KEY.match(key)
+        if match is None:
+            raise StoreError(f"{key!r} is not a store key (expected sha256:<64 hex digits>)")
+        return f"sha256-{match.group(1)}"
+
+    @contextmanager
+    def staging(self) -> Iterator[Path]:
+        """A fresh directory on the store's filesystem to fetch into; removed if not published."""
+        path = Path(tempfile.mkdtemp(prefix="stage-", dir=self._staging))
+        tree = path / "tree"
+        tree.mkdir()
+        try:
+            yield tree
+        finally:
+            shutil.rmtree(path, ignore_errors=True)
+
+    def publish(self, tree: Path) -> StoredBundle:
+        """Move ``tree`` (a staging directory) into the store under its digest and return it."""
+        key = tree_digest(tree)
+        final = self._objects / self._dirname(key)
+        with self._lock:
+            try:
+                os.rename(tree, final)
+            except OSError:
+                if not final.is_dir():
+                    raise
+                # The same content is already stored (or another publisher just won the race).
+                shutil.rmtree(tree, ignore_errors=True)
+            # The mtime marks "recently published" for the GC grace period.
+            os.utime(final)
+        return StoredBundle(key, final)
+
+    def get(self, key: str) -> StoredBundle:
+        """Return the stored bundle for ``key`` or raise :class:`BundleNotStoredError`."""
+        path = self._objects / self._dirname(key)
+        if not path.is_dir():
+            raise BundleNotStoredError(f"bundle {key} is not in the store")
+        return StoredBundle(key, path)
+
+    def keys(self) -> set[str]:
+        """Every key currently stored."""
+        return {
+            "sha256:" + entry.name.removeprefix("sha256-")
+            for entry in self._objects.iterdir()
+            if entry.name.startswith("sha256-")
+        }
+
+    def gc(self, live: Iterable[str], *, grace_seconds: float = 300.0) -> list[str]:
+        """Delete every bundle not in ``live`` and older than the grace period; return their keys.
+
+        Abandoned staging directories older than the grace period are removed too.
+        """
+        keep = set(live)
+        removed: list[str] = []
+        now = time.time()
+        with self._lock:
+            for key in sorted(self.keys() - keep):
+                path = self._objects / self._dirname(key)
+                if now - path.stat().st_mtime < grace_seconds:
+                    continue
+                # Rename first so a reader never sees a half-deleted tree.
+                trash = Path(tempfile.mkdtemp(prefix="trash-", dir=self._staging))
+                os.rename(path, trash / "tree")
+                shutil.rmtree(trash, ignore_errors=True)
+                removed.append(key)
+            for entry in self._staging.iterdir():
+                if now - entry.stat().st_mtime >= grace_seconds and entry.name.startswith(
+                    ("stage-", "trash-")
+                ):
+                    shutil.rmtree(entry, ignore_errors=True)
+        return removed
+
+    def tar_gz(self, key: str) -> Iterator[bytes]:
+        """Stream a stored bundle as a deterministic tar.gz (sorted, zero times and owners)."""
+        root = self.get(key).path
+        return _tar_gz_stream(root)
+
+
+def _header(name: str, kind: bytes, size: int = 0, mode: int = 0o644, link: str = "") -> bytes:
+    info = tarfile.TarInfo(name)
+    info.type = kind
+    info.size = size
+    info.mode = mode
+    info.mtime = 0
+    info.uid = info.gid = 0
+    info.uname = info.gname = ""
+    info.linkname = link
+    return info.tobuf(format=tarfile.PAX_FORMAT, encoding="utf-8", errors="surrogateescape")
+
+
+def _tar_gz_stream(root: Path) -> Iterator[bytes]:
+    """Write tar records by hand so large files stream in chunks instead of buffering."""
+    # Level 1: serving competes with reconciling for the daemon's CPU; YAML still shrinks ~5x.
+    compressor = zlib.compressobj(1, zlib.DEFLATED, 31)  # 31: gzip framing, mtime 0
+    pending: list[bytes] = []
+    size = 0
+
+    def emit(data: bytes) -> Iterator[bytes]:
+        nonlocal size
+        out = compressor.compress(data)
+        if out:
+            pending.append(out)
+            size += len(out)
+        if size >= _FLUSH:
+            yield b"".join(pending)
+            pending.clear()
+            size = 0
+
+    for rel, path, info in _walk(root):
+        if stat.S_ISDIR(info.st_mode):
+            yield from emit(_header(rel + "/", tarfile.DIRTYPE, mode=0o755))
+        elif stat.S_ISLNK(info.st_mode):
+            yield from emit(_header(rel, tarfile.SYMTYPE, link=os.readlink(path)))
+        else:
+            mode = 0o755 if info.st_mode & 0o111 else 0o644
+            yield from emit(_header(rel, tarfile.REGTYPE, size=info.st_size, mode=mode))
+            written = 0
+            with open(path, "rb") as source:
+                while chunk := source.read(_CHUNK):
+                    written += len(chunk)
+                    yield from emit(chunk)
+            if written != info.st_size:
+                raise StoreError(f"{rel!r} changed size while being served")
+            if written % 512:
+                yield from emit(b"\0" * (512 - written % 512))
+    yield from emit(b"\0" * 1024)
+    pending.append(compressor.flush())
+    yield b"".join(pending)

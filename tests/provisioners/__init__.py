@@ -1,0 +1,1 @@
+"""Tests of the provisioner core (sources, unpacking, store, formats) against real servers."""
