@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from provisioners.apply.kubeapi import APIResource, KubeAPI, KubeError, NotFound
+from provisioners.apply.kubeapi import APPLY_PATCH, KubeAPI, KubeError, NotFound, Resource
 from provisioners.apply.objects import (
     CRD_API_VERSION,
     CRD_KIND,
@@ -25,8 +25,6 @@ from provisioners.apply.objects import (
     ref_of,
     with_owner_labels,
 )
-
-APPLY_PATCH = "application/apply-patch+yaml"
 
 CRD_POLICY_KEEP = "Keep"
 CRD_POLICY_DELETE = "Delete"
@@ -153,7 +151,7 @@ class Applier:
             seen.add(ref)
 
     def _prepare(
-        self, obj: JSONObject, ref: ObjectRef, resource: APIResource
+        self, obj: JSONObject, ref: ObjectRef, resource: Resource
     ) -> tuple[ObjectRef, JSONObject]:
         body = with_owner_labels(obj, self.owner.kind, self.owner.name)
         metadata = dict(body["metadata"])
@@ -172,9 +170,9 @@ class Applier:
         body.pop("status", None)
         return ObjectRef(ref.api_version, ref.kind, namespace, ref.name), body
 
-    def _check_owner(self, ref: ObjectRef, resource: APIResource) -> None:
+    def _check_owner(self, ref: ObjectRef, resource: Resource) -> None:
         try:
-            existing = self.api.request("GET", resource.path(ref.namespace, ref.name)).body
+            existing = self.api.request("GET", resource.path(ref.namespace, ref.name))
         except NotFound:
             return
         owner = owner_of(existing)
@@ -188,13 +186,13 @@ class Applier:
         )
 
     def _apply_one(
-        self, ref: ObjectRef, resource: APIResource, body: JSONObject, *, dry_run: bool
+        self, ref: ObjectRef, resource: Resource, body: JSONObject, *, dry_run: bool
     ) -> list[str]:
-        query = {"fieldManager": self.owner.field_manager, "force": "true"}
+        query = [("fieldManager", self.owner.field_manager), ("force", "true")]
         if dry_run:
-            query["dryRun"] = "All"
+            query.append(("dryRun", "All"))
         try:
-            response = self.api.request(
+            response = self.api.send(
                 "PATCH",
                 resource.path(ref.namespace, ref.name),
                 query=query,
@@ -210,8 +208,10 @@ class Applier:
         deadline = time.monotonic() + self.crd_timeout
         last = "no status yet"
         while True:
-            crd = self.api.request("GET", path).body
-            conditions = {c.get("type"): c for c in crd.get("status", {}).get("conditions", [])}
+            crd = self.api.request("GET", path)
+            conditions = {
+                c.get("type"): c for c in (crd.get("status") or {}).get("conditions") or []
+            }
             names = conditions.get("NamesAccepted", {})
             if names.get("status") == "False":
                 raise ApplyError(f"CRD names not accepted: {names.get('message', '')}", ref)
@@ -249,7 +249,7 @@ class Applier:
                 continue  # the kind is gone (its CRD was deleted): so is the object
             path = resource.path(ref.namespace, ref.name)
             try:
-                existing = self.api.request("GET", path).body
+                existing = self.api.request("GET", path)
             except NotFound:
                 continue
             if owner_of(existing) != (self.owner.kind, self.owner.name):
@@ -277,8 +277,8 @@ class Applier:
                 continue
             try:
                 listing = self.api.request(
-                    "GET", f"/apis/{group}/{version['name']}/{plural}", query={"limit": "1"}
-                ).body
+                    "GET", f"/apis/{group}/{version['name']}/{plural}", query=[("limit", "1")]
+                )
             except NotFound:
                 continue
             items = len(listing.get("items", []))

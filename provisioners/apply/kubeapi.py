@@ -1,10 +1,11 @@
-"""The thin Kubernetes REST boundary the appliers use: raw JSON requests, discovery, warnings.
+"""The one Kubernetes REST boundary: JSON requests, discovery, typed errors and warnings.
 
 The official client's typed APIs do not return the ``Warning`` headers the API server sends
-(deprecated APIs, large objects), and pivoter must surface those in status and Events. So the
-appliers speak JSON over the official client's authenticated connection pool and read the headers
-themselves. Everything that talks to the API server on behalf of a bundle goes through
-:class:`KubeAPI`.
+(deprecated APIs, large objects), and pivoter must surface those in status and Events. So
+pivoter speaks JSON over the official client's authenticated connection pool and reads the
+headers itself. The appliers use :class:`KubeAPI` directly; the daemon's
+:class:`pivoter.kube.Kube` extends it with verbs and watches. Errors are the typed exceptions of
+:mod:`provisioners.apply.kubeerrors`.
 """
 
 from __future__ import annotations
@@ -14,68 +15,50 @@ import re
 import threading
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote, urlencode
 
 from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError as URLLib3Error
+
+from provisioners.apply.kubeerrors import (
+    Conflict,
+    Forbidden,
+    Gone,
+    Invalid,
+    KubeError,
+    NotFound,
+    Unavailable,
+    error_for,
+    from_api_exception,
+)
+from provisioners.apply.resources import Resource, split_api_version
+
+__all__ = [
+    "APPLY_PATCH",
+    "MERGE_PATCH",
+    "Conflict",
+    "Forbidden",
+    "Gone",
+    "Invalid",
+    "JSONObject",
+    "KubeAPI",
+    "KubeError",
+    "NotFound",
+    "Resource",
+    "Response",
+    "Unavailable",
+    "decode",
+    "error_for",
+    "from_api_exception",
+    "parse_warnings",
+]
 
 JSONObject = dict[str, Any]
 
+APPLY_PATCH = "application/apply-patch+yaml"
+MERGE_PATCH = "application/merge-patch+json"
+
 _WARNING = re.compile(r'^\d{3} \S+ "(?P<text>(?:[^"\\]|\\.)*)"')
-
-
-class KubeError(Exception):
-    """The API server refused a request; ``status``, ``reason`` and its message say why."""
-
-    def __init__(self, status: int, reason: str, message: str, body: JSONObject | None = None):
-        super().__init__(f"{status} {reason}: {message}" if reason else message)
-        self.status = status
-        self.reason = reason
-        self.message = message
-        self.body = body or {}
-
-
-class NotFound(KubeError):
-    """The object (or its kind) does not exist."""
-
-
-class Conflict(KubeError):
-    """A write lost a race (resourceVersion) or a server-side apply field conflict."""
-
-
-class Forbidden(KubeError):
-    """The identity used may not do this (RBAC)."""
-
-
-class Invalid(KubeError):
-    """The object failed validation (422) or the request was malformed (400)."""
-
-
-_ERRORS: dict[int, type[KubeError]] = {
-    400: Invalid,
-    403: Forbidden,
-    404: NotFound,
-    409: Conflict,
-    422: Invalid,
-}
-
-
-@dataclass(frozen=True, slots=True)
-class APIResource:
-    """One resource of a group/version as discovery reports it."""
-
-    group_version: str
-    kind: str
-    plural: str
-    namespaced: bool
-
-    def path(self, namespace: str = "", name: str = "") -> str:
-        """The REST path of the collection, or of one object when ``name`` is given."""
-        root = "/api/v1" if self.group_version == "v1" else f"/apis/{self.group_version}"
-        if self.namespaced and namespace:
-            root += f"/namespaces/{quote(namespace, safe='')}"
-        root += f"/{self.plural}"
-        return f"{root}/{quote(name, safe='')}" if name else root
 
 
 @dataclass(slots=True)
@@ -96,63 +79,121 @@ def parse_warnings(values: list[str]) -> list[str]:
     return texts
 
 
+def decode(data: bytes) -> JSONObject:
+    """The JSON object in ``data``; empty for an empty, non-JSON (``404 page not found``) or
+    non-object body."""
+    if not data:
+        return {}
+    try:
+        decoded = json.loads(data)
+    except ValueError:
+        return {}
+    return decoded if isinstance(decoded, dict) else {}
+
+
 class KubeAPI:
     """JSON requests against one API server with one identity, plus a discovery cache."""
 
     def __init__(self, api_client: ApiClient, *, timeout: float = 30.0) -> None:
         self.api_client = api_client
         self.timeout = timeout
-        self._discovery: dict[str, dict[str, APIResource]] = {}
+        self._discovery: dict[str, dict[str, Resource]] = {}
         self._lock = threading.Lock()
+
+    # -- requests ----------------------------------------------------------------------------
+
+    def send(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: list[tuple[str, str]] | None = None,
+        body: JSONObject | None = None,
+        content_type: str = "application/json",
+        timeout: float | None = None,
+    ) -> Response:
+        """Send one request; return the decoded body and the server's warnings, or raise the
+        :class:`KubeError` subclass of a non-2xx answer (:class:`Unavailable` when unreachable)."""
+        raw = self._send(
+            method,
+            path,
+            query=query,
+            body=body,
+            content_type=content_type,
+            timeout=(10.0, timeout or self.timeout),
+        )
+        try:
+            data: bytes = raw.read()
+        except (URLLib3Error, OSError) as exc:
+            raise Unavailable(
+                0, "", f"reading the answer to {method} {path} failed: {exc}"
+            ) from exc
+        decoded = decode(data)
+        if not 200 <= raw.status < 300:
+            raise error_for(raw.status, decoded, data[:300].decode(errors="replace"))
+        return Response(raw.status, decoded, parse_warnings(raw.headers.getlist("Warning")))
 
     def request(
         self,
         method: str,
         path: str,
         *,
-        query: dict[str, str] | None = None,
+        query: list[tuple[str, str]] | None = None,
         body: JSONObject | None = None,
         content_type: str = "application/json",
-    ) -> Response:
-        """Send one request; raise a :class:`KubeError` subclass for any non-2xx answer."""
+        timeout: float | None = None,
+    ) -> JSONObject:
+        """Like :meth:`send`, returning only the decoded body."""
+        return self.send(
+            method, path, query=query, body=body, content_type=content_type, timeout=timeout
+        ).body
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: list[tuple[str, str]] | None,
+        body: JSONObject | None,
+        content_type: str,
+        timeout: tuple[float, float],
+    ) -> Any:
+        """Send and return the open response (the caller reads or streams it)."""
         headers = {"Accept": "application/json"}
         if body is not None:
             headers["Content-Type"] = content_type
         method, url, headers, _, _ = self.api_client.param_serialize(
             method=method,
             resource_path=path,
+            query_params=query or None,
             header_params=headers,
             auth_settings=["BearerToken"],
         )
-        if query:
-            url += "?" + urlencode(query)
-        payload = json.dumps(body).encode() if body is not None else None
+        # The REST layer JSON-encodes bodies itself for JSON content types; others (server-side
+        # apply's YAML, of which JSON is a subset) must be given as bytes.
+        payload: Any = body
+        if body is not None and "json" not in content_type:
+            payload = json.dumps(body).encode()
         try:
-            raw = self.api_client.call_api(
-                method, url, header_params=headers, body=payload, _request_timeout=self.timeout
+            return self.api_client.call_api(
+                method, url, header_params=headers, body=payload, _request_timeout=timeout
             )
-            data: bytes = raw.read()  # type: ignore[no-untyped-call]
-            status = raw.status
-            warnings = parse_warnings(raw.headers.getlist("Warning"))
-        except ApiException as exc:  # transport-level failures surface as status 0
-            raise KubeError(exc.status or 0, str(exc.reason or ""), str(exc)) from exc
-        decoded: JSONObject = json.loads(data) if data else {}
-        if not 200 <= status < 300:
-            message = str(decoded.get("message", data[:500].decode(errors="replace")))
-            reason = str(decoded.get("reason", ""))
-            raise _ERRORS.get(status, KubeError)(status, reason, message, decoded)
-        return Response(status, decoded, warnings)
+        except ApiException as exc:  # the REST layer raises for some answers (429 Retry-After)
+            raise from_api_exception(exc) from exc
+        except (URLLib3Error, OSError) as exc:
+            host = self.api_client.configuration.host
+            raise Unavailable(0, "", f"{method} {path} on {host} failed: {exc}") from exc
 
-    def resource(self, api_version: str, kind: str) -> APIResource:
-        """Return the resource serving ``kind`` in ``api_version``.
+    # -- discovery ---------------------------------------------------------------------------
 
-        Raises :class:`NotFound` with the API server's wording ("no matches for kind ...") when the
-        kind is not served, re-reading discovery once in case it was just added (a new CRD).
-        """
+    def resource(self, api_version: str, kind: str) -> Resource:
+        """The collection serving ``kind`` in ``api_version``; rereads discovery once on a miss
+        (a CRD may just have been created). Raises :class:`NotFound` with the API server's
+        wording ("no matches for kind ...") if it is not served."""
         for refresh in (False, True):
-            resources = self._group_version(api_version, refresh=refresh)
-            if kind in resources:
-                return resources[kind]
+            found = self._resources(api_version, refresh=refresh).get(kind)
+            if found is not None:
+                return found
         raise NotFound(404, "NotFound", f'no matches for kind "{kind}" in version "{api_version}"')
 
     def forget(self, api_version: str | None = None) -> None:
@@ -163,27 +204,24 @@ class KubeAPI:
             else:
                 self._discovery.pop(api_version, None)
 
-    def _group_version(self, api_version: str, *, refresh: bool) -> dict[str, APIResource]:
+    def _resources(self, api_version: str, *, refresh: bool) -> dict[str, Resource]:
         with self._lock:
             cached = self._discovery.get(api_version)
         if cached is not None and not refresh:
             return cached
-        path = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+        group, _ = split_api_version(api_version)
+        path = "/api/v1" if not group else f"/apis/{api_version}"
         try:
-            listing = self.request("GET", path).body
+            listing = self.request("GET", path)
         except NotFound:
-            resources: dict[str, APIResource] = {}
-        else:
-            resources = {
-                item["kind"]: APIResource(
-                    group_version=api_version,
-                    kind=item["kind"],
-                    plural=item["name"],
-                    namespaced=bool(item.get("namespaced")),
-                )
-                for item in listing.get("resources", [])
-                if "/" not in item["name"]  # skip subresources such as deployments/status
-            }
+            listing = {}
+        table = {
+            entry["kind"]: Resource(
+                api_version, entry["kind"], entry["name"], bool(entry.get("namespaced"))
+            )
+            for entry in listing.get("resources", [])
+            if "/" not in entry.get("name", "/")  # subresources (status, scale) are not kinds
+        }
         with self._lock:
-            self._discovery[api_version] = resources
-        return resources
+            self._discovery[api_version] = table
+        return table

@@ -17,9 +17,21 @@ import yaml
 from provisioners.formats.base import InvalidManifestError
 
 # The C loader is ~10x faster; PyYAML wheels ship it, source builds without libyaml may not.
-_Loader: type[yaml.CSafeLoader] | type[yaml.SafeLoader] = getattr(
+_Base: type[yaml.CSafeLoader] | type[yaml.SafeLoader] = getattr(
     yaml, "CSafeLoader", yaml.SafeLoader
 )
+_TIMESTAMP = "tag:yaml.org,2002:timestamp"
+
+
+class _Loader(_Base):  # type: ignore[valid-type,misc]
+    """The safe loader without YAML's timestamp type: like Kubernetes, which reads YAML as JSON,
+    an unquoted ``createdAt: 2022-01-01`` stays a string instead of becoming a datetime that JSON
+    (and so the API server) cannot take."""
+
+    yaml_implicit_resolvers = {
+        first: [(tag, regexp) for tag, regexp in resolvers if tag != _TIMESTAMP]
+        for first, resolvers in _Base.yaml_implicit_resolvers.items()
+    }
 
 
 @dataclass(frozen=True)

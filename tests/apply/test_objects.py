@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from provisioners.apply.kubeapi import APIResource, parse_warnings
+from provisioners.apply.kubeapi import Resource, parse_warnings
 from provisioners.apply.objects import (
     LABEL_OWNER_KIND,
     LABEL_OWNER_NAME,
@@ -72,9 +72,9 @@ def test_owner_labels_round_trip_without_mutating_input() -> None:
 
 
 def test_resource_paths() -> None:
-    core = APIResource("v1", "ConfigMap", "configmaps", namespaced=True)
+    core = Resource("v1", "ConfigMap", "configmaps", namespaced=True)
     assert core.path("ns", "a") == "/api/v1/namespaces/ns/configmaps/a"
-    crd = APIResource("apiextensions.k8s.io/v1", "CustomResourceDefinition", "crds", False)
+    crd = Resource("apiextensions.k8s.io/v1", "CustomResourceDefinition", "crds", False)
     assert crd.path("ignored", "x") == "/apis/apiextensions.k8s.io/v1/crds/x"
 
 

@@ -1,0 +1,110 @@
+"""The in-memory copy of one kind's objects that an informer keeps and controllers read.
+
+Keys are ``namespace/name`` (``name`` for cluster-scoped objects), as in client-go, and objects
+are also indexed by namespace so a controller lists one namespace without scanning the cluster.
+Objects handed out are shared with the cache: treat them as read-only (copy before changing).
+Written only by :class:`pivoter.controller.informer.Informer`.
+"""
+
+from __future__ import annotations
+
+import builtins
+import threading
+from collections.abc import Iterable
+
+from pivoter.kube.client import Object
+
+__all__ = ["Store", "object_key", "split_key"]
+
+
+def object_key(obj: Object) -> str:
+    """``namespace/name`` of an object, or ``name`` if it has no namespace."""
+    metadata = obj.get("metadata") or {}
+    name = metadata.get("name")
+    if not name:
+        raise ValueError("object has no metadata.name")
+    namespace = metadata.get("namespace")
+    return f"{namespace}/{name}" if namespace else str(name)
+
+
+def split_key(key: str) -> tuple[str, str]:
+    """``"ns/name"`` -> ``("ns", "name")``; ``"name"`` -> ``("", "name")``."""
+    namespace, _, name = key.rpartition("/")
+    return namespace, name
+
+
+def _rv(obj: Object) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+class Store:
+    """A thread-safe map of key -> object with a namespace index."""
+
+    def __init__(self) -> None:
+        self._items: dict[str, Object] = {}
+        self._by_namespace: dict[str, set[str]] = {}
+        self._lock = threading.RLock()
+
+    def get(self, key: str) -> Object | None:
+        """The cached object for ``key`` (``namespace/name``), or None."""
+        with self._lock:
+            return self._items.get(key)
+
+    def list(self, namespace: str | None = None) -> list[Object]:
+        """All cached objects, or those of one namespace."""
+        with self._lock:
+            if namespace is None:
+                return list(self._items.values())
+            return [self._items[k] for k in self._by_namespace.get(namespace, ())]
+
+    def keys(self) -> builtins.list[str]:
+        """All cached keys."""
+        with self._lock:
+            return list(self._items)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._items)
+
+    def upsert(self, obj: Object) -> Object | None:
+        """Store ``obj``; return the object it replaced, if any."""
+        key = object_key(obj)
+        with self._lock:
+            old = self._items.get(key)
+            self._items[key] = obj
+            namespace, _ = split_key(key)
+            self._by_namespace.setdefault(namespace, set()).add(key)
+            return old
+
+    def delete(self, obj: Object) -> Object | None:
+        """Remove ``obj``'s key; return the object that was cached, if any."""
+        key = object_key(obj)
+        with self._lock:
+            old = self._items.pop(key, None)
+            namespace, _ = split_key(key)
+            keys = self._by_namespace.get(namespace)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self._by_namespace[namespace]
+            return old
+
+    def replace(
+        self, objects: Iterable[Object]
+    ) -> tuple[builtins.list[Object], builtins.list[tuple[Object, Object]], builtins.list[Object]]:
+        """Make the cache hold exactly ``objects`` (a fresh list); return what changed as
+        ``(added, updated as (old, new), deleted)`` so handlers hear about every difference."""
+        fresh = {object_key(obj): obj for obj in objects}
+        with self._lock:
+            added = [obj for key, obj in fresh.items() if key not in self._items]
+            updated = [
+                (self._items[key], obj)
+                for key, obj in fresh.items()
+                if key in self._items and _rv(self._items[key]) != _rv(obj)
+            ]
+            deleted = [obj for key, obj in self._items.items() if key not in fresh]
+            self._items = fresh
+            self._by_namespace = {}
+            for key in fresh:
+                self._by_namespace.setdefault(split_key(key)[0], set()).add(key)
+        return added, updated, deleted

@@ -1,0 +1,216 @@
+"""The applier against the real control plane: order, ownership, pruning, CRD policy, warnings."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from provisioners.apply.applier import (
+    CRD_POLICY_DELETE,
+    Applier,
+    ApplyError,
+    Owner,
+    OwnershipConflict,
+)
+from provisioners.apply.kubeapi import KubeAPI, NotFound
+from provisioners.apply.objects import LABEL_OWNER_NAME, ObjectRef, ref_of
+from tests.cluster import TestCluster, session_labels, unique_name
+
+pytestmark = pytest.mark.cluster
+
+
+@pytest.fixture
+def api(cluster: TestCluster) -> Iterator[KubeAPI]:
+    api_client = cluster.api_client()
+    yield KubeAPI(api_client)
+    api_client.close()
+
+
+def _cm(name: str, namespace: str, data: dict[str, str] | None = None) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace},
+        "data": data or {"k": "v"},
+    }
+
+
+def _crd(group: str, *, deprecated: bool = False) -> dict[str, Any]:
+    version: dict[str, Any] = {
+        "name": "v1",
+        "served": True,
+        "storage": True,
+        "schema": {
+            "openAPIV3Schema": {
+                "type": "object",
+                "properties": {
+                    "spec": {"type": "object", "properties": {"size": {"type": "integer"}}}
+                },
+            }
+        },
+    }
+    if deprecated:
+        version["deprecated"] = True
+        version["deprecationWarning"] = f"{group}/v1 Widget is going away, use v2"
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"widgets.{group}", "labels": session_labels()},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"kind": "Widget", "plural": "widgets", "singular": "widget"},
+            "versions": [version],
+        },
+    }
+
+
+def _widget(group: str, name: str, namespace: str) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{group}/v1",
+        "kind": "Widget",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"size": 3},
+    }
+
+
+def _exists(api: KubeAPI, ref: ObjectRef) -> bool:
+    resource = api.resource(ref.api_version, ref.kind)
+    try:
+        api.request("GET", resource.path(ref.namespace, ref.name))
+    except NotFound:
+        return False
+    return True
+
+
+def _delete_crd(api: KubeAPI, name: str) -> None:
+    with contextlib.suppress(NotFound):
+        api.request("DELETE", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
+
+
+def test_crd_and_its_custom_resource_in_one_set(api: KubeAPI, namespace: str) -> None:
+    group = f"{unique_name('g')}.example.com"
+    applier = Applier(api, Owner("BundleDeployment", unique_name("bd")))
+    # Deliberately listed consumer-first: the applier orders them.
+    objects = [_widget(group, "w1", namespace), _cm("cm", namespace), _crd(group)]
+    try:
+        result = applier.apply(objects)
+        assert [r.kind for r in result.applied] == [
+            "CustomResourceDefinition",
+            "ConfigMap",
+            "Widget",
+        ]
+        widget = api.request("GET", api.resource(f"{group}/v1", "Widget").path(namespace, "w1"))
+        assert widget["spec"] == {"size": 3}
+        assert widget["metadata"]["labels"][LABEL_OWNER_NAME] == applier.owner.name
+        # Applying the same set again changes nothing and does not fail (idempotent).
+        again = applier.apply(objects)
+        assert again.applied == result.applied
+    finally:
+        _delete_crd(api, f"widgets.{group}")
+
+
+def test_unknown_kind_fails_with_the_api_servers_words(api: KubeAPI, namespace: str) -> None:
+    applier = Applier(api, Owner("BundleDeployment", unique_name("bd")))
+    with pytest.raises(ApplyError, match=r'no matches for kind "Widget" in version "nope.io/v1"'):
+        applier.apply([_widget("nope.io", "w", namespace)])
+
+
+def test_dry_run_stores_nothing(api: KubeAPI, namespace: str) -> None:
+    group = f"{unique_name('g')}.example.com"
+    applier = Applier(api, Owner("BundleDeployment", unique_name("bd")))
+    result = applier.apply(
+        [_cm("dry", namespace), _crd(group), _widget(group, "w", namespace)], dry_run=True
+    )
+    assert {r.kind for r in result.applied} == {"ConfigMap", "CustomResourceDefinition"}
+    assert [r.kind for r, _ in result.skipped] == ["Widget"]
+    assert not _exists(api, ObjectRef("v1", "ConfigMap", namespace, "dry"))
+    with pytest.raises(NotFound):
+        api.request(
+            "GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.{group}"
+        )
+
+
+def test_dry_run_reports_invalid_objects(api: KubeAPI, namespace: str) -> None:
+    applier = Applier(api, Owner("BundleDeployment", unique_name("bd")))
+    bad = _cm("bad", namespace)
+    bad["data"] = {"k": 5}  # ConfigMap data values must be strings
+    with pytest.raises(ApplyError, match=r"ConfigMap.v1 .*/bad"):
+        applier.apply([bad], dry_run=True)
+
+
+def test_refuses_to_take_over_someone_elses_object(api: KubeAPI, namespace: str) -> None:
+    api.request("POST", f"/api/v1/namespaces/{namespace}/configmaps", body=_cm("theirs", namespace))
+    mine = Applier(api, Owner("BundleDeployment", unique_name("bd")))
+    with pytest.raises(OwnershipConflict, match="adoptExisting"):
+        mine.apply([_cm("theirs", namespace, {"k": "mine"})])
+    unchanged = api.request("GET", f"/api/v1/namespaces/{namespace}/configmaps/theirs")
+    assert unchanged["data"] == {"k": "v"}
+
+    mine.apply([_cm("theirs", namespace, {"k": "mine"})], adopt=True)
+    adopted = api.request("GET", f"/api/v1/namespaces/{namespace}/configmaps/theirs")
+    assert adopted["data"] == {"k": "mine"}
+    assert adopted["metadata"]["labels"][LABEL_OWNER_NAME] == mine.owner.name
+
+    other = Applier(api, Owner("BundleDeployment", unique_name("bd")))
+    with pytest.raises(OwnershipConflict, match=f"BundleDeployment {mine.owner.name}"):
+        other.apply([_cm("theirs", namespace)])
+
+
+def test_prune_removes_what_the_new_revision_dropped(api: KubeAPI, namespace: str) -> None:
+    applier = Applier(api, Owner("BundleDeployment", unique_name("bd")))
+    old = applier.apply([_cm("stay", namespace), _cm("go", namespace)]).applied
+    new = applier.apply([_cm("stay", namespace)]).applied
+    pruned = applier.prune(old, new)
+    assert pruned.deleted == [ObjectRef("v1", "ConfigMap", namespace, "go")]
+    assert _exists(api, ObjectRef("v1", "ConfigMap", namespace, "stay"))
+    assert not _exists(api, ObjectRef("v1", "ConfigMap", namespace, "go"))
+
+
+def test_prune_never_deletes_what_another_owner_holds(api: KubeAPI, namespace: str) -> None:
+    first = Applier(api, Owner("BundleDeployment", unique_name("bd")))
+    second = Applier(api, Owner("BundleDeployment", unique_name("bd")))
+    old = first.apply([_cm("shared", namespace)]).applied
+    second.apply([_cm("shared", namespace)], adopt=True)
+    pruned = first.prune(old, [])
+    assert pruned.deleted == []
+    assert pruned.kept[0][0] == old[0]
+    assert _exists(api, old[0])
+
+
+def test_crd_with_live_custom_resources_is_kept_unless_asked(api: KubeAPI, namespace: str) -> None:
+    group = f"{unique_name('g')}.example.com"
+    applier = Applier(api, Owner("BundleDeployment", unique_name("bd")))
+    try:
+        applied = applier.apply([_crd(group)]).applied
+        # A user creates a custom resource of the bundle's CRD: their data.
+        api.request(
+            "POST",
+            api.resource(f"{group}/v1", "Widget").path(namespace),
+            body=_widget(group, "users-data", namespace),
+        )
+        kept = applier.prune(applied, [])
+        assert kept.deleted == []
+        assert "custom resources still exist" in kept.kept[0][1]
+        assert _exists(api, applied[0])
+
+        deleted = applier.prune(applied, [], crd_policy=CRD_POLICY_DELETE)
+        assert deleted.deleted == applied
+    finally:
+        _delete_crd(api, f"widgets.{group}")
+
+
+def test_api_server_warnings_reach_the_caller(api: KubeAPI, namespace: str) -> None:
+    group = f"{unique_name('g')}.example.com"
+    applier = Applier(api, Owner("BundleDeployment", unique_name("bd")))
+    try:
+        result = applier.apply([_crd(group, deprecated=True), _widget(group, "w", namespace)])
+        widget_ref = ref_of(_widget(group, "w", namespace))
+        assert any(
+            w.startswith(str(widget_ref)) and "is going away, use v2" in w for w in result.warnings
+        ), result.warnings
+    finally:
+        _delete_crd(api, f"widgets.{group}")

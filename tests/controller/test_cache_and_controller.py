@@ -1,0 +1,146 @@
+"""The cache's relist diff and a controller's handling of reconcile results (no API server)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from pivoter.controller import (
+    Controller,
+    ExponentialBackoff,
+    Result,
+    Store,
+    object_key,
+    owner_keys,
+    split_key,
+)
+from pivoter.observability import Metrics
+
+
+def _obj(name: str, rv: str, namespace: str | None = "ns") -> dict[str, Any]:
+    metadata = {"name": name, "resourceVersion": rv}
+    if namespace:
+        metadata["namespace"] = namespace
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata}
+
+
+def test_keys_follow_client_go() -> None:
+    assert object_key(_obj("a", "1")) == "ns/a"
+    assert object_key(_obj("node", "1", namespace=None)) == "node"
+    assert split_key("ns/a") == ("ns", "a")
+    assert split_key("node") == ("", "node")
+    with pytest.raises(ValueError, match=r"no metadata\.name"):
+        object_key({"metadata": {}})
+
+
+def test_replace_reports_every_difference_and_reindexes() -> None:
+    store = Store()
+    store.replace([_obj("keep", "1"), _obj("change", "1"), _obj("gone", "1"), _obj("x", "1", "b")])
+    added, updated, deleted = store.replace(
+        [_obj("keep", "1"), _obj("change", "2"), _obj("new", "3")]
+    )
+    assert [object_key(o) for o in added] == ["ns/new"]
+    assert [(object_key(o), object_key(n)) for o, n in updated] == [("ns/change", "ns/change")]
+    assert sorted(object_key(o) for o in deleted) == ["b/x", "ns/gone"]
+    assert sorted(object_key(o) for o in store.list("ns")) == ["ns/change", "ns/keep", "ns/new"]
+    assert store.list("b") == []
+
+
+def test_upsert_and_delete_keep_the_namespace_index() -> None:
+    store = Store()
+    assert store.upsert(_obj("a", "1")) is None
+    assert store.upsert(_obj("a", "2"))["metadata"]["resourceVersion"] == "1"  # type: ignore[index]
+    assert store.delete(_obj("a", "3")) is not None
+    assert store.list("ns") == []
+    assert store.delete(_obj("a", "3")) is None
+
+
+def test_owner_keys_maps_dependents_to_their_owners() -> None:
+    child = _obj("child", "1")
+    child["metadata"]["ownerReferences"] = [
+        {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": "u1"},
+        {"apiVersion": "v1", "kind": "ConfigMap", "name": "cm", "uid": "u2"},
+    ]
+    assert owner_keys("Deployment")(child) == ["ns/web"]
+    assert owner_keys("Deployment", "apps")(child) == ["ns/web"]
+    assert owner_keys("Deployment", "other.io")(child) == []
+
+
+def _wait(condition: Any, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.005)
+
+
+def test_results_drive_retries_backoff_and_delays() -> None:
+    calls: dict[str, int] = {}
+    lock = threading.Lock()
+
+    def reconcile(key: str) -> Result | None:
+        with lock:
+            calls[key] = calls.get(key, 0) + 1
+            n = calls[key]
+        if key == "fails-twice" and n <= 2:
+            raise RuntimeError("transient")
+        if key == "requeue-once" and n == 1:
+            return Result(requeue=True)
+        if key == "after" and n == 1:
+            return Result(requeue_after=0.05)
+        return None
+
+    metrics = Metrics(process=False)
+    controller = Controller(
+        "c",
+        reconcile,
+        workers=3,
+        resync_period=None,
+        metrics=metrics,
+        rate_limiter=ExponentialBackoff(base=0.01, cap=0.05),
+    )
+    controller.start()
+    for key in ("fails-twice", "requeue-once", "after", "plain"):
+        controller.queue.add(key)
+    _wait(lambda: calls == {"fails-twice": 3, "requeue-once": 2, "after": 2, "plain": 1})
+    _wait(lambda: controller.queue.pending() == 0)
+    assert controller.stop(5)
+    assert not controller.running
+    sample = metrics.registry.get_sample_value
+    assert sample("pivoter_reconcile_errors_total", {"controller": "c"}) == 2
+    assert sample("pivoter_reconcile_total", {"controller": "c", "result": "success"}) == 4
+    assert sample("pivoter_reconcile_total", {"controller": "c", "result": "requeue"}) == 1
+    assert sample("pivoter_reconcile_total", {"controller": "c", "result": "requeue_after"}) == 1
+    assert sample("pivoter_reconcile_duration_seconds_count", {"controller": "c"}) == 8
+    # Success forgot the failures: a new failure starts from the shortest delay again.
+    assert controller.queue.num_requeues("fails-twice") == 0
+
+
+def test_stop_waits_for_the_reconcile_in_flight() -> None:
+    started, release = threading.Event(), threading.Event()
+    finished = []
+
+    def reconcile(key: str) -> None:
+        started.set()
+        release.wait(5)
+        finished.append(key)
+
+    controller = Controller("slow", reconcile, resync_period=None)
+    controller.start()
+    controller.queue.add("k")
+    assert started.wait(5)
+    stopper = threading.Thread(target=controller.stop, args=(10,))
+    stopper.start()
+    time.sleep(0.05)
+    assert stopper.is_alive()  # still waiting for the reconcile
+    release.set()
+    stopper.join(5)
+    assert finished == ["k"]
+    assert not controller.running
+
+
+def test_a_controller_needs_a_worker() -> None:
+    with pytest.raises(ValueError, match="at least one worker"):
+        Controller("c", lambda key: None, workers=0)

@@ -1,0 +1,153 @@
+"""deploy/ manifests: a server-side dry run against the control plane (kubectl and the client),
+Pod Security ``restricted`` compliance, and RBAC that grants the Lease and nothing beyond it.
+
+The manifests are rewritten to names unique to this test (namespace, cluster-scoped RBAC) so
+concurrent sessions on a shared cluster do not collide; otherwise they are applied as shipped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from pivoter.kube import Kube, NotFound, Resource, apply
+from tests.cluster import TestCluster, session_labels, unique_name
+from tests.tools import tool
+
+pytestmark = pytest.mark.cluster
+
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+NAMESPACES = Resource("v1", "Namespace", "namespaces", namespaced=False)
+
+
+def _documents() -> list[dict[str, Any]]:
+    docs = []
+    for path in sorted(DEPLOY.glob("*.yaml")):
+        docs += [d for d in yaml.safe_load_all(path.read_text()) if d]
+    return docs
+
+
+def _rewritten(namespace: str, suffix: str) -> list[dict[str, Any]]:
+    """The manifests with the namespace and cluster-scoped names made unique."""
+    text = yaml.safe_dump_all(_documents())
+    text = text.replace("pivoter-system", namespace)
+    text = text.replace("name: pivoter-manager", f"name: pivoter-manager-{suffix}")
+    docs = list(yaml.safe_load_all(text))
+    for doc in docs:
+        if doc["kind"] in {"Namespace", "ClusterRole", "ClusterRoleBinding"}:
+            doc["metadata"].setdefault("labels", {}).update(session_labels())
+    return docs
+
+
+@pytest.fixture
+def deploy_namespace(kube: Kube) -> Iterator[str]:
+    """A unique stand-in for pivoter-system, created for real (namespaced dry runs need it)."""
+    name = unique_name("pivoter-system")
+    ns = next(d for d in _rewritten(name, "x") if d["kind"] == "Namespace")
+    kube.create(NAMESPACES, ns)
+    yield name
+    with contextlib.suppress(NotFound):
+        kube.delete(NAMESPACES, name)
+
+
+def test_the_manifests_are_complete() -> None:
+    kinds = sorted(d["kind"] for d in _documents())
+    assert kinds == sorted(
+        [
+            "Namespace",
+            "ServiceAccount",
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "Role",
+            "RoleBinding",
+            "Deployment",
+        ]
+    )
+    deployment = next(d for d in _documents() if d["kind"] == "Deployment")
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert container["args"][:2] == ["run", "--leader-elect"]
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+
+
+def test_kubectl_server_side_dry_run_accepts_them_without_warnings(
+    cluster: TestCluster, deploy_namespace: str, tmp_path: Path
+) -> None:
+    manifest = tmp_path / "deploy.yaml"
+    manifest.write_text(yaml.safe_dump_all(_rewritten(deploy_namespace, unique_name("d"))))
+    result = subprocess.run(
+        [
+            str(tool("kubectl")),
+            "--kubeconfig",
+            str(cluster.kubeconfig),
+            "apply",
+            "--dry-run=server",
+            "--server-side",
+            "--field-manager=pivoter-test",
+            "-f",
+            str(manifest),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("(server dry run)") == 9
+    # The namespace enforces Pod Security "restricted": a non-compliant pod template would
+    # produce "Warning: would violate PodSecurity" here.
+    assert "Warning" not in result.stderr, result.stderr
+
+
+def test_the_client_dry_run_accepts_them(kube: Kube, deploy_namespace: str) -> None:
+    for doc in _rewritten(deploy_namespace, unique_name("d")):
+        stored = apply(kube, doc, field_manager="pivoter-test", dry_run=True)
+        assert stored["kind"] == doc["kind"]
+    # Nothing was created.
+    with pytest.raises(NotFound):
+        kube.get(
+            Resource("apps/v1", "Deployment", "deployments", True), "pivoter", deploy_namespace
+        )
+
+
+def _can(kube: Kube, user: str, verb: str, what: tuple[str, str], namespace: str) -> bool:
+    group, resource = what
+    review = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SubjectAccessReview",
+        "spec": {
+            "user": user,
+            "groups": ["system:serviceaccounts"],
+            "resourceAttributes": {
+                "verb": verb,
+                "group": group,
+                "resource": resource,
+                "namespace": namespace,
+            },
+        },
+    }
+    reviews = Resource(
+        "authorization.k8s.io/v1", "SubjectAccessReview", "subjectaccessreviews", namespaced=False
+    )
+    return bool(kube.create(reviews, review)["status"].get("allowed"))
+
+
+def test_the_service_account_may_hold_its_lease_and_no_other(
+    kube: Kube, deploy_namespace: str, namespace: str
+) -> None:
+    for doc in _rewritten(deploy_namespace, unique_name("d")):
+        if doc["kind"] not in {"Namespace", "Deployment"}:
+            apply(kube, doc, field_manager="pivoter-test")
+    user = f"system:serviceaccount:{deploy_namespace}:pivoter"
+    lease = ("coordination.k8s.io", "leases")
+    assert _can(kube, user, "update", lease, deploy_namespace)
+    assert not _can(kube, user, "update", lease, namespace)  # only its own namespace
+    assert _can(kube, user, "create", ("events.k8s.io", "events"), namespace)
+    assert _can(kube, user, "watch", ("pivoter.io", "catalogs"), namespace)
+    assert not _can(kube, user, "delete", ("", "secrets"), namespace)
