@@ -1,6 +1,6 @@
 """Bundle formats: convert an unpacked bundle tree into Kubernetes objects.
 
-:func:`format_for` maps a format name (``plain+v0``; registry+v1 and helm later) to its
+:func:`format_for` maps a format name (``plain+v0``, ``registry+v1``; helm later) to its
 :class:`~provisioners.formats.base.BundleFormat`. Called by the appliers and the cluster side.
 """
 
@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from provisioners.formats.base import BundleFormat, ConvertedBundle, FormatError
 from provisioners.formats.plain import PlainV0
+from provisioners.formats.registry_v1 import RegistryV1
 
-FORMATS: dict[str, BundleFormat] = {"plain+v0": PlainV0()}
+FORMATS: dict[str, BundleFormat] = {"plain+v0": PlainV0(), "registry+v1": RegistryV1()}
 
 
 def format_for(name: str) -> BundleFormat:

@@ -1,0 +1,299 @@
+"""Webhooks of a CSV (``spec.webhookdefinitions``): Service, serving certificate, configurations.
+
+rukpak refuses these; pivoter installs them as OLM does. For every Deployment that serves
+webhooks: a Service named ``<deployment>-service`` selecting its pods (``containerPort`` ->
+``targetPort``), a TLS Secret ``<deployment>-service-cert`` (see
+:mod:`~provisioners.formats.registry_v1.certificates` for issuing and rotation) mounted at
+``/tmp/k8s-webhook-server/serving-certs`` and ``/apiserver.local.config/certificates``, and a pod
+template annotation with the certificate's hash so pods restart when it rotates. Each
+admission webhook becomes a Validating/MutatingWebhookConfiguration with the CA bundle injected
+(limited to the target namespaces unless the operator watches all of them); each conversion
+webhook sets ``spec.conversion`` of the CRDs it names. Called by
+:mod:`~provisioners.formats.registry_v1.convert`.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from provisioners.formats.registry_v1.certificates import (
+    CertificatePlan,
+    plan_certificate,
+    secret_object,
+)
+from provisioners.formats.registry_v1.clusterserviceversion import (
+    CONVERSION,
+    MUTATING,
+    ClusterServiceVersion,
+    WebhookDefinition,
+)
+from provisioners.formats.registry_v1.config import CertificatePolicy
+from provisioners.formats.registry_v1.errors import InvalidBundleError, UnsupportedBundleError
+from provisioners.formats.registry_v1.installmode import InstallTarget
+from provisioners.formats.registry_v1.names import bounded_name
+
+SecretLookup = Callable[[str, str], Mapping[str, Any] | None]
+"""Returns the Secret object ``(namespace, name)`` as stored in the cluster, or None."""
+
+WEBHOOK_CERT_VOLUME = "webhook-cert"
+WEBHOOK_CERT_PATH = "/tmp/k8s-webhook-server/serving-certs"
+APISERVICE_CERT_VOLUME = "apiservice-cert"
+APISERVICE_CERT_PATH = "/apiserver.local.config/certificates"
+CERT_HASH_ANNOTATION = "pivoter.io/serving-cert-hash"
+ADMISSION_API_VERSION = "admissionregistration.k8s.io/v1"
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+
+
+@dataclass
+class WebhookResult:
+    """The objects the webhooks add and the certificate decision per Deployment."""
+
+    objects: list[dict[str, Any]] = field(default_factory=list)
+    certificates: dict[str, CertificatePlan] = field(default_factory=dict)
+
+
+def service_name(deployment: str) -> str:
+    """The generated Service of a webhook-serving Deployment."""
+    return bounded_name(deployment, "service", label=True)
+
+
+def secret_name(deployment: str) -> str:
+    """The Secret holding a webhook-serving Deployment's certificate."""
+    return bounded_name(deployment, "service-cert")
+
+
+def webhook_objects(
+    csv: ClusterServiceVersion,
+    install: InstallTarget,
+    deployments: dict[str, dict[str, Any]],
+    crds: dict[str, dict[str, Any]],
+    *,
+    lookup: SecretLookup | None,
+    now: datetime | None,
+    policy: CertificatePolicy,
+) -> WebhookResult:
+    """Build the webhook objects; mutates ``deployments`` (mounts) and ``crds`` (conversion)."""
+    result = WebhookResult()
+    if not csv.webhooks:
+        return result
+    by_deployment: dict[str, list[WebhookDefinition]] = {}
+    converted: dict[str, int] = {}
+    for webhook in csv.webhooks:
+        if webhook.deployment_name not in deployments:
+            raise InvalidBundleError(
+                csv.where,
+                f"{webhook.field}.deploymentName",
+                f"names deployment {webhook.deployment_name!r}, which "
+                "spec.install.spec.deployments does not define "
+                f"(defined: {', '.join(deployments)})",
+            )
+        if webhook.type == CONVERSION:
+            _check_conversion(csv, install, webhook, crds, converted)
+        by_deployment.setdefault(webhook.deployment_name, []).append(webhook)
+    for deployment_name, webhooks in by_deployment.items():
+        deployment = deployments[deployment_name]
+        namespace = install.install_namespace
+        service = service_name(deployment_name)
+        secret = secret_name(deployment_name)
+        result.objects.append(_service(csv, service, namespace, deployment, webhooks))
+        plan = plan_certificate(
+            lookup(namespace, secret) if lookup else None,
+            service=service,
+            namespace=namespace,
+            now=now,
+            policy=policy,
+        )
+        result.certificates[deployment_name] = plan
+        result.objects.append(secret_object(secret, namespace, plan.certificate))
+        _mount_certificate(deployment, secret, plan)
+        ca_bundle = base64.b64encode(plan.certificate.ca_bundle).decode()
+        for webhook in webhooks:
+            client = {
+                "service": {
+                    "namespace": namespace,
+                    "name": service,
+                    "path": webhook.path,
+                    "port": webhook.container_port,
+                },
+                "caBundle": ca_bundle,
+            }
+            if webhook.type == CONVERSION:
+                for crd_name in webhook.conversion_crds:
+                    crds[crd_name].setdefault("spec", {})["conversion"] = {
+                        "strategy": "Webhook",
+                        "webhook": {
+                            "clientConfig": client,
+                            "conversionReviewVersions": list(webhook.admission_review_versions),
+                        },
+                    }
+            else:
+                result.objects.append(_configuration(csv, install, webhook, client))
+    return result
+
+
+def _check_conversion(
+    csv: ClusterServiceVersion,
+    install: InstallTarget,
+    webhook: WebhookDefinition,
+    crds: dict[str, dict[str, Any]],
+    converted: dict[str, int],
+) -> None:
+    if not install.all_namespaces:
+        raise UnsupportedBundleError(
+            csv.where,
+            f"{webhook.field}.type",
+            f"a ConversionWebhook converts the CRD's objects in every namespace, so (as in OLM) "
+            f"it needs install mode AllNamespaces, not {install.mode}",
+        )
+    for index, crd_name in enumerate(webhook.conversion_crds):
+        where = f"{webhook.field}.conversionCRDs[{index}]"
+        if crd_name not in crds:
+            raise InvalidBundleError(
+                csv.where, where, f"names CRD {crd_name!r}, which the bundle does not contain"
+            )
+        if crd_name in converted:
+            raise InvalidBundleError(
+                csv.where,
+                where,
+                f"CRD {crd_name!r} already has a conversion webhook "
+                f"(spec.webhookdefinitions[{converted[crd_name]}])",
+            )
+        converted[crd_name] = webhook.index
+
+
+def _service(
+    csv: ClusterServiceVersion,
+    name: str,
+    namespace: str,
+    deployment: dict[str, Any],
+    webhooks: list[WebhookDefinition],
+) -> dict[str, Any]:
+    selector = dict(deployment["spec"].get("selector", {}).get("matchLabels") or {})
+    if not selector:
+        selector = dict(deployment["spec"]["template"].get("metadata", {}).get("labels") or {})
+    if not selector:
+        raise InvalidBundleError(
+            csv.where,
+            f"{webhooks[0].field}.deploymentName",
+            f"deployment {deployment['metadata']['name']!r} has no selector.matchLabels or pod "
+            "labels, so no Service can select its pods",
+        )
+    ports: dict[int, int | str] = {}
+    for webhook in webhooks:
+        target = ports.setdefault(webhook.container_port, webhook.target_port)
+        if target != webhook.target_port:
+            raise InvalidBundleError(
+                csv.where,
+                f"{webhook.field}.targetPort",
+                f"containerPort {webhook.container_port} already maps to targetPort {target} "
+                f"for deployment {webhook.deployment_name!r}; one Service port cannot reach two",
+            )
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "selector": selector,
+            "ports": [
+                {"name": f"https-{port}", "port": port, "protocol": "TCP", "targetPort": target}
+                for port, target in sorted(ports.items())
+            ],
+        },
+    }
+
+
+def _mount_certificate(deployment: dict[str, Any], secret: str, plan: CertificatePlan) -> None:
+    template = deployment["spec"]["template"]
+    pod = template["spec"]
+    mounts = {WEBHOOK_CERT_PATH: WEBHOOK_CERT_VOLUME, APISERVICE_CERT_PATH: APISERVICE_CERT_VOLUME}
+    volumes = [v for v in pod.get("volumes", []) if v.get("name") not in mounts.values()]
+    volumes.append(
+        {
+            "name": APISERVICE_CERT_VOLUME,
+            "secret": {
+                "secretName": secret,
+                "items": [
+                    {"key": "tls.crt", "path": "apiserver.crt"},
+                    {"key": "tls.key", "path": "apiserver.key"},
+                ],
+            },
+        }
+    )
+    volumes.append(
+        {
+            "name": WEBHOOK_CERT_VOLUME,
+            "secret": {
+                "secretName": secret,
+                "items": [
+                    {"key": "tls.crt", "path": "tls.crt"},
+                    {"key": "tls.key", "path": "tls.key"},
+                ],
+            },
+        }
+    )
+    for container in pod.get("containers", []):
+        kept = [
+            m
+            for m in container.get("volumeMounts", [])
+            if m.get("mountPath") not in mounts and m.get("name") not in mounts.values()
+        ]
+        kept.extend({"name": v, "mountPath": p} for p, v in mounts.items())
+        container["volumeMounts"] = kept
+    # A volume the bundle meant for its own copy of the certificate is now mounted nowhere.
+    used = {
+        m.get("name")
+        for c in (*pod.get("containers", []), *pod.get("initContainers", []))
+        for m in c.get("volumeMounts", [])
+    }
+    pod["volumes"] = [v for v in volumes if v.get("name") in used]
+    digest = hashlib.sha256(plan.certificate.certificate).hexdigest()[:16]
+    metadata = template.setdefault("metadata", {})
+    metadata.setdefault("annotations", {})[CERT_HASH_ANNOTATION] = digest
+
+
+def _configuration(
+    csv: ClusterServiceVersion,
+    install: InstallTarget,
+    webhook: WebhookDefinition,
+    client: dict[str, Any],
+) -> dict[str, Any]:
+    kind = (
+        "MutatingWebhookConfiguration"
+        if webhook.type == MUTATING
+        else "ValidatingWebhookConfiguration"
+    )
+    entry: dict[str, Any] = {
+        "name": webhook.generate_name,
+        "clientConfig": client,
+        "rules": webhook.rules,
+        "sideEffects": webhook.side_effects,
+        "admissionReviewVersions": list(webhook.admission_review_versions),
+        "failurePolicy": webhook.failure_policy or "Fail",
+        "matchPolicy": webhook.match_policy or "Equivalent",
+        "timeoutSeconds": webhook.timeout_seconds or 10,
+    }
+    if webhook.object_selector is not None:
+        entry["objectSelector"] = webhook.object_selector
+    if webhook.type == MUTATING:
+        entry["reinvocationPolicy"] = webhook.reinvocation_policy or "Never"
+    if not install.all_namespaces:
+        entry["namespaceSelector"] = {
+            "matchExpressions": [
+                {
+                    "key": NAMESPACE_NAME_LABEL,
+                    "operator": "In",
+                    "values": sorted(install.target_namespaces),
+                }
+            ]
+        }
+    return {
+        "apiVersion": ADMISSION_API_VERSION,
+        "kind": kind,
+        "metadata": {"name": bounded_name(csv.name, webhook.generate_name)},
+        "webhooks": [entry],
+    }
