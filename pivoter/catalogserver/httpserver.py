@@ -22,6 +22,7 @@ from urllib.parse import parse_qs, urlsplit
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
+from pivoter.catalogserver import ui
 from pivoter.catalogserver.reload import Snapshot
 
 GZIP_MIN_BYTES = 1400
@@ -110,6 +111,11 @@ class _Handler(BaseHTTPRequestHandler):
         url = urlsplit(self.path)
         if url.path == "/metrics" and self.server.metrics is not None:
             self._send(HTTPStatus.OK, generate_latest(self.server.metrics), CONTENT_TYPE_LATEST)
+            return
+        if url.path == "/ui" or url.path.startswith("/ui/"):
+            snap = self.server.snapshot()
+            page = ui.render(url.path, snap.catalog, self.server.catalog_name)
+            self._send(page.status, page.body, page.content_type, head=head)
             return
         if url.path == "/healthz":
             self._send(HTTPStatus.OK, b"ok\n", "text/plain; charset=utf-8", head=head)

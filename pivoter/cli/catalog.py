@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from pivoter.cli import catalog_diff, catalog_graph, catalog_test
 from pivoter.cli._common import Subparsers, add_command, unavailable
 from pivoter.cli.catalog_serve import add_serve, add_source_options, open_catalog
 from pivoter.cli.exitcodes import ExitCode
@@ -35,13 +36,21 @@ _SUBCOMMANDS = {
 }
 
 
+_MAINTAINER_TOOLS = {
+    "test": catalog_test.setup,
+    "diff": catalog_diff.setup,
+    "graph": catalog_graph.setup,
+}
+
+
 def register(subparsers: Subparsers) -> None:
     """Add the ``catalog`` command group."""
     parser = add_command(subparsers, "catalog", "work with file-based catalogs")
     group = parser.add_subparsers(dest="catalog_command", metavar="SUBCOMMAND", required=True)
     for name, help_text in _SUBCOMMANDS.items():
         sub = add_command(group, name, help_text)
-        add_output_flag(sub)
+        if name != "graph":  # graph's -o names the output file
+            add_output_flag(sub)
         if name == "validate":
             _setup_validate(sub)
         elif name == "render":
@@ -49,6 +58,8 @@ def register(subparsers: Subparsers) -> None:
             add_source_options(sub)
         elif name == "serve":
             add_serve(sub)
+        elif name in _MAINTAINER_TOOLS:
+            _MAINTAINER_TOOLS[name](sub)
         else:
             sub.set_defaults(handler=unavailable(f"pivoter catalog {name}"))
 

@@ -1,0 +1,195 @@
+"""Expectations: what a catalog maintainer states must hold, checked by ``catalog test --expect``.
+
+The file is YAML (schema in ``docs/catalog-testing.md``)::
+
+    package: my-operator            # default package of every statement (optional)
+    expect:
+      - next_upgrade: {channel: stable, from: 1.2.0, to: 1.4.0}
+      - reachable: {channel: stable, to: 2.0.0, from: "1.x"}
+      - not_deprecated: {channel: fast}
+      - head: {channel: stable, is: 2.0.0}
+      - max_path_length: {channel: stable, steps: 3}
+
+A bundle is named by its bundle name or its version; ``from`` of ``reachable`` and
+``max_path_length`` may also be a blang range (``1.x``, ``>=1.0.0 <2.0.0``; default: every entry).
+:func:`load_expectations` raises :class:`ExpectationError` naming the statement for a malformed
+file; :func:`check_expectations` turns each statement that does not hold into an
+``expectation-failed`` finding. Called by the CLI.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from resolver.channeltest.findings import Finding, finding
+from resolver.channeltest.graph import ChannelGraph
+from resolver.channeltest.report import Report
+from resolver.versions import (
+    RangeSyntaxError,
+    VersionRange,
+    VersionSyntaxError,
+    parse_range,
+    parse_version,
+)
+
+KINDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    # kind: (required keys, optional keys); "package" is optional everywhere
+    "next_upgrade": (("channel", "from", "to"), ()),
+    "reachable": (("channel", "to"), ("from",)),
+    "not_deprecated": (("channel",), ()),
+    "head": (("channel", "is"), ()),
+    "max_path_length": (("channel", "steps"), ("from",)),
+}
+"""Every statement kind with its required and optional keys."""
+
+
+class ExpectationError(ValueError):
+    """An expectations file that cannot be read; the message names the statement and key."""
+
+
+@dataclass(frozen=True, slots=True)
+class Expectation:
+    """One statement: its kind, package, channel and arguments, and where it is in the file."""
+
+    kind: str
+    package: str
+    channel: str
+    args: Mapping[str, str]
+    index: int
+
+    def describe(self) -> str:
+        """The statement as the maintainer wrote it, for messages."""
+        shown = ", ".join(f"{k}: {v}" for k, v in self.args.items())
+        return f"expect[{self.index}] {self.kind} ({self.package}/{self.channel}; {shown})"
+
+
+def load_expectations(path: str) -> list[Expectation]:
+    """Read and check the shape of an expectations file."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = yaml.safe_load(f)
+    except OSError as err:
+        raise ExpectationError(f"{path}: cannot read: {err.strerror}") from None
+    except yaml.YAMLError as err:
+        raise ExpectationError(f"{path}: not valid YAML: {err}") from None
+    return parse_expectations(doc, path)
+
+
+def parse_expectations(doc: Any, source: str = "expectations") -> list[Expectation]:
+    """Check the shape of a decoded expectations document and return its statements."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("expect"), list):
+        raise ExpectationError(f"{source}: must be a mapping with an 'expect' list")
+    unknown = set(doc) - {"package", "expect"}
+    if unknown:
+        raise ExpectationError(f"{source}: unknown top-level key(s): {', '.join(sorted(unknown))}")
+    default_package = str(doc.get("package") or "")
+    out = []
+    for i, item in enumerate(doc["expect"]):
+        where = f"{source}: expect[{i}]"
+        if not isinstance(item, dict) or len(item) != 1:
+            raise ExpectationError(
+                f"{where}: must be a mapping with exactly one key, one of {', '.join(KINDS)}"
+            )
+        ((kind, body),) = item.items()
+        if kind not in KINDS:
+            raise ExpectationError(
+                f"{where}: unknown statement {kind!r} (known: {', '.join(KINDS)})"
+            )
+        if not isinstance(body, dict):
+            raise ExpectationError(f"{where}: {kind} must be a mapping")
+        required, optional = KINDS[kind]
+        missing = [k for k in required if k not in body]
+        extra = set(body) - set(required) - set(optional) - {"package"}
+        if missing:
+            raise ExpectationError(f"{where}: {kind} needs key(s): {', '.join(missing)}")
+        if extra:
+            raise ExpectationError(
+                f"{where}: {kind} has unknown key(s): {', '.join(sorted(extra))}"
+            )
+        package = str(body.get("package") or default_package)
+        if not package:
+            raise ExpectationError(f"{where}: no package (give 'package' here or at the top)")
+        args = {k: str(v) for k, v in body.items() if k not in ("package", "channel")}
+        if kind == "max_path_length" and not args["steps"].isdigit():
+            raise ExpectationError(f"{where}: steps must be a whole number")
+        out.append(Expectation(kind, package, str(body["channel"]), args, i))
+    return out
+
+
+def check_expectations(report: Report, expectations: list[Expectation]) -> list[Finding]:
+    """One ``expectation-failed`` finding per statement that does not hold in ``report``."""
+    out = []
+    for exp in expectations:
+        graph = report.graph(exp.package, exp.channel)
+        problem = (
+            f"package {exp.package!r} has no channel {exp.channel!r}"
+            if graph is None
+            else _check(exp, graph)
+        )
+        if problem:
+            out.append(
+                finding(
+                    "expectation-failed",
+                    f"{exp.describe()}: {problem}",
+                    package=exp.package,
+                    channel=exp.channel,
+                )
+            )
+    return out
+
+
+def _check(exp: Expectation, g: ChannelGraph) -> str:
+    a = exp.args
+    if exp.kind == "head":
+        want = _one(g, a["is"])
+        return "" if want is not None and want == g.head else f"the head is {g.head}"
+    if exp.kind == "not_deprecated":
+        if g.package_deprecated or g.channel_deprecated:
+            return "the channel is deprecated: " + (g.channel_deprecated or g.package_deprecated)
+        bad = sorted(n for n in g.entries if n in g.deprecated)
+        return f"deprecated entries: {', '.join(bad)}" if bad else ""
+    if exp.kind == "next_upgrade":
+        start, want = _one(g, a["from"]), _one(g, a["to"])
+        if start is None:
+            return f"{a['from']} is not an entry of the channel"
+        got = g.next_upgrade(start)
+        return "" if got is not None and got == want else f"the next upgrade is {got or 'none'}"
+    starts = _many(g, a.get("from", "*"))
+    if not starts:
+        return f"no entry matches from: {a.get('from')}"
+    if exp.kind == "reachable":
+        target = _one(g, a["to"])
+        if target is None:
+            return f"{a['to']} is not an entry of the channel"
+        stuck = [s for s in starts if s != target and target not in g.reachable_from(s)]
+        return f"not reachable from {', '.join(stuck)}" if stuck else ""
+    limit = int(a["steps"])
+    long = [f"{s} ({g.path(s).length})" for s in starts if g.path(s).length > limit]
+    return f"longer paths: {', '.join(long)}" if long else ""
+
+
+def _one(g: ChannelGraph, ref: str) -> str | None:
+    if ref in g.entries:
+        return ref
+    try:
+        version = parse_version(ref)
+    except VersionSyntaxError:
+        return None
+    return next((n for n in g.by_version() if g.versions.get(n) == version), None)
+
+
+def _many(g: ChannelGraph, ref: str) -> list[str]:
+    one = _one(g, ref)
+    if one is not None:
+        return [one]
+    try:
+        rng: VersionRange = parse_range(ref, "blang") if ref != "*" else parse_range(">=0.0.0-0")
+    except RangeSyntaxError as err:
+        raise ExpectationError(
+            f"from: {ref!r} is neither a bundle, a version nor a range: {err}"
+        ) from None
+    return [n for n in g.by_version() if (v := g.versions.get(n)) is not None and rng.contains(v)]

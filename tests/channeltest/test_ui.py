@@ -1,0 +1,117 @@
+"""The browsable view at ``/ui/`` of ``pivoter catalog serve``: every page and link answers, the
+graph is an SVG, and in a real headless browser (Debian's chromium driven by Playwright) the
+pages load, the graph renders and links between packages, channels and bundles work. The
+screenshots are kept in ``test-artifacts/catalog-ui/``."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pivoter.catalogserver.httpserver import CatalogHTTPServer
+from pivoter.catalogserver.reload import load_snapshot
+from tests.channeltest.helpers import DATA
+
+CATALOG = DATA / "real" / "community-operators-prod-v4.20"
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "catalog-ui"
+
+
+@pytest.fixture(scope="module")
+def ui_url() -> Iterator[str]:
+    snap = load_snapshot(str(CATALOG), name="community")
+    server = CatalogHTTPServer(("127.0.0.1", 0), name="community", snapshot=lambda: snap)
+    server.serve_in_thread()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def get(url: str) -> tuple[int, str, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=30) as resp:
+            return resp.status, resp.headers["Content-Type"], resp.read()
+    except urllib.error.HTTPError as err:
+        return err.code, err.headers["Content-Type"], err.read()
+
+
+def test_every_link_answers(ui_url: str) -> None:
+    seen: set[str] = set()
+    todo = ["/ui/"]
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        status, ctype, body = get(ui_url + path)
+        assert status == 200, path
+        if ctype.startswith("text/html"):
+            todo.extend(re.findall(r'(?:href|src)="(/ui/[^"]*)"', body.decode()))
+    assert "/ui/findings" in seen
+    assert "/ui/p/aws-neuron-operator/c/Fast/graph.svg" in seen
+    assert "/ui/p/slurm-operator/b/slurm-operator.v1.0.1-1" in seen
+    assert len(seen) > 25
+
+
+def test_pages_show_paths_findings_and_properties(ui_url: str) -> None:
+    _, _, index = get(ui_url + "/ui/")
+    assert b"2 packages" in index
+    _, _, channel = get(ui_url + "/ui/p/aws-neuron-operator/c/Fast")
+    assert b"does not reach the head" in channel
+    assert b"stranded-entry" in channel
+    _, ctype, svg = get(ui_url + "/ui/p/aws-neuron-operator/c/Fast/graph.svg")
+    assert ctype == "image/svg+xml"
+    assert b"<svg" in svg
+    assert b"1.2.0" in svg
+    _, _, bundle = get(ui_url + "/ui/p/slurm-operator/b/slurm-operator.v1.0.1")
+    assert b"olm.package" in bundle
+    assert b"release-1.0" in bundle
+
+
+def test_unknown_pages_are_404(ui_url: str) -> None:
+    assert get(ui_url + "/ui/p/nope")[0] == 404
+    assert get(ui_url + "/ui/p/slurm-operator/c/nope")[0] == 404
+    assert get(ui_url + "/ui/p/slurm-operator/b/nope")[0] == 404
+    assert get(ui_url + "/ui/elsewhere")[0] == 404
+
+
+def test_in_a_headless_browser(ui_url: str) -> None:
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.fail("Debian's chromium is not installed; run: hack/tools.sh chromium")
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.goto(ui_url + "/ui/")
+            assert page.title() == "Catalog community"
+            page.screenshot(path=str(ARTIFACTS / "index.png"))
+            page.click("text=aws-neuron-operator")
+            assert page.title() == "Package aws-neuron-operator"
+            page.click("table >> text=Fast")
+            assert page.title() == "Channel Fast of aws-neuron-operator"
+            page.wait_for_function(
+                "document.getElementById('graph').complete"
+                " && document.getElementById('graph').naturalWidth > 200"
+            )
+            page.screenshot(path=str(ARTIFACTS / "channel.png"), full_page=True)
+            page.click("a:text-is('aws-neuron-operator.v0.1.2') >> nth=0")
+            assert page.title() == "Bundle aws-neuron-operator.v0.1.2"
+            page.click("nav >> text=packages")
+            assert page.title() == "Catalog community"
+            page.click("text=catalog test findings")
+            assert page.locator("td.error").count() > 0
+            page.screenshot(path=str(ARTIFACTS / "findings.png"))
+        finally:
+            browser.close()
+    assert (ARTIFACTS / "channel.png").stat().st_size > 10_000
