@@ -1,0 +1,191 @@
+"""Read OLM's ``CatalogSource`` and catalogd's ``ClusterCatalog`` into the catalog cache.
+
+pivoter resolves from these too when their CRDs exist, read-only: it never writes their status.
+
+* ``CatalogSource`` (``operators.coreos.com/v1alpha1``, namespaced, cached as
+  ``CatalogSource/<namespace>/<name>``): the gRPC registry at ``spec.address``, or, for an
+  image-backed source whose pod OLM runs, ``status.registryService``
+  (``<serviceName>.<serviceNamespace>.svc:<port>``). Priority ``spec.priority``; polled every
+  ``spec.updateStrategy.registryPoll.interval`` (default :data:`DEFAULT_INTERVAL`).
+* ``ClusterCatalog`` (``olm.operatorframework.io/v1``, cached as ``ClusterCatalog/<name>``):
+  catalogd's HTTP API at ``status.urls.base``. Its content is identified by
+  ``status.resolvedSource`` (the image digest catalogd unpacked): it is fetched when that changes,
+  plus a slow safety poll. Priority ``spec.priority``.
+
+Called through :func:`pivoter.catalogs.setup.setup`, which only registers these reconcilers
+when discovery shows the kinds are served.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pivoter.catalogs.cache import CatalogCache
+from pivoter.catalogs.errors import CatalogProblem
+from pivoter.catalogs.interval import MIN_INTERVAL, parse_duration, retry_delay
+from pivoter.catalogs.poll import Poller
+from pivoter.catalogs.sources import ObjectReader, SourceSettings, build_source
+from pivoter.controller.cache import split_key
+from pivoter.controller.controller import Result
+from pivoter.kube import Kube, NotFound, Resource
+
+__all__ = [
+    "CATALOG_SOURCES",
+    "CLUSTER_CATALOGS",
+    "CLUSTER_CATALOG_SAFETY_POLL",
+    "DEFAULT_INTERVAL",
+    "ForeignCatalogReconciler",
+    "catalog_source_spec",
+    "cluster_catalog_spec",
+]
+
+log = logging.getLogger(__name__)
+
+CATALOG_SOURCES = Resource(
+    "operators.coreos.com/v1alpha1", "CatalogSource", "catalogsources", namespaced=True
+)
+CLUSTER_CATALOGS = Resource(
+    "olm.operatorframework.io/v1", "ClusterCatalog", "clustercatalogs", namespaced=False
+)
+DEFAULT_INTERVAL = 600.0
+CLUSTER_CATALOG_SAFETY_POLL = 3600.0
+
+SpecOf = Callable[[Mapping[str, Any]], "ForeignSpec | None"]
+
+
+@dataclass(frozen=True, slots=True)
+class ForeignSpec:
+    """What pivoter reads from a foreign catalog object."""
+
+    source: dict[str, Any]
+    """A pivoter ``spec.source`` equivalent."""
+    priority: int
+    interval: float
+    identity: str = ""
+    """What identifies the content (ClusterCatalog: ``status.resolvedSource``); a change polls."""
+
+
+def catalog_source_spec(obj: Mapping[str, Any]) -> ForeignSpec | None:
+    """The gRPC source of an OLM ``CatalogSource``, or None when it has no address yet."""
+    spec = obj.get("spec") or {}
+    address = str(spec.get("address") or "")
+    if not address:
+        service = (obj.get("status") or {}).get("registryService") or {}
+        if service.get("serviceName") and service.get("port"):
+            namespace = service.get("serviceNamespace") or obj["metadata"].get("namespace")
+            address = f"{service['serviceName']}.{namespace}.svc:{service['port']}"
+    if not address:
+        return None
+    try:
+        interval = parse_duration(
+            str(((spec.get("updateStrategy") or {}).get("registryPoll") or {}).get("interval"))
+        )
+    except ValueError:
+        interval = DEFAULT_INTERVAL
+    return ForeignSpec(
+        {"type": "grpc", "grpc": {"address": address}},
+        int(spec.get("priority") or 0),
+        max(MIN_INTERVAL, interval),
+    )
+
+
+def cluster_catalog_spec(obj: Mapping[str, Any], *, ca_config_map: str = "") -> ForeignSpec | None:
+    """The HTTP source of a catalogd ``ClusterCatalog``, or None until it serves; catalogd's
+    https certificate is checked against ``ca_config_map`` (key ``ca.crt``) when given."""
+    status = obj.get("status") or {}
+    base = str((status.get("urls") or {}).get("base") or "")
+    if not base:
+        return None
+    http: dict[str, Any] = {"url": base}
+    if ca_config_map:
+        http["caConfigMap"] = {"name": ca_config_map}
+    return ForeignSpec(
+        {"type": "http", "http": http},
+        int((obj.get("spec") or {}).get("priority") or 0),
+        CLUSTER_CATALOG_SAFETY_POLL,
+        json.dumps(status.get("resolvedSource") or {}, sort_keys=True),
+    )
+
+
+@dataclass
+class _State:
+    poller: Poller
+    identity: str
+    next_poll: float
+
+
+@dataclass
+class ForeignCatalogReconciler:
+    """Polls one foreign kind into ``cache`` under ``<Kind>/<key>``; never writes to it."""
+
+    kube: Kube
+    cache: CatalogCache
+    resource: Resource
+    spec_of: SpecOf
+    settings: SourceSettings
+    validate: bool = True
+    read: ObjectReader = field(default=lambda _kind, _name: None)
+    """Reads the ConfigMaps and Secrets a source spec names (e.g. a CA for catalogd)."""
+    clock: Callable[[], float] = time.monotonic
+    _states: dict[str, _State] = field(default_factory=dict, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    def cache_name(self, key: str) -> str:
+        """The cache name of the object with informer key ``key``."""
+        return f"{self.resource.kind}/{key}"
+
+    def reconcile(self, key: str) -> Result | None:
+        """Poll the object's catalog when due; say when to look again."""
+        namespace, name = split_key(key)
+        cache_name = self.cache_name(key)
+        try:
+            obj = self.kube.get(self.resource, name, namespace or None)
+        except NotFound:
+            obj = None
+        spec = self.spec_of(obj) if obj is not None else None
+        if spec is None:
+            with self._lock:
+                self._states.pop(key, None)
+            if self.cache.remove(cache_name):
+                log.info("%s: gone or not serving; removed from the cache", cache_name)
+            return None
+        try:
+            built = build_source(
+                cache_name.replace("/", "-"), spec.source, self.read, self.settings
+            )
+        except CatalogProblem as exc:
+            log.warning("%s: cannot be read: %s", cache_name, exc)
+            return Result(requeue_after=retry_delay(1, spec.interval, first=60.0))
+        now = self.clock()
+        with self._lock:
+            state = self._states.get(key)
+        if (
+            state is not None
+            and state.poller.built.key == built.key
+            and state.identity == spec.identity
+            and now < state.next_poll
+        ):
+            self.cache.set_priority(cache_name, spec.priority)
+            return Result(requeue_after=state.next_poll - now)
+        if state is None or state.poller.built.key != built.key:
+            state = _State(Poller(cache_name, built, validate=self.validate), spec.identity, now)
+            with self._lock:
+                self._states[key] = state
+        state.identity = spec.identity
+        outcome = state.poller.poll(self.cache, spec.priority)
+        if outcome.problem is not None:
+            log.warning(
+                "%s: %s%s",
+                cache_name,
+                outcome.problem,
+                "; keeping the last good content" if outcome.entry is not None else "",
+            )
+        delay = retry_delay(state.poller.failures, spec.interval)
+        state.next_poll = self.clock() + delay
+        return Result(requeue_after=delay)

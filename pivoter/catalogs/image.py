@@ -1,0 +1,170 @@
+"""A catalog source for a catalog image: the FBC directory inside an OCI image.
+
+The image's config names the directory with the label
+``operators.operatorframework.io.index.configs.v1`` (what ``opm`` writes into every catalog
+image, usually ``/configs``). A fetch resolves the reference to a manifest digest first; when the
+digest is the one fetched last time, the cached catalog is returned after that one request (the
+cheap poll). Otherwise the layers are pulled and unpacked into a temporary directory with
+:mod:`provisioners.sources.image` (hardened unpacking: no escapes, size and entry limits), the
+labelled directory is loaded, and the directory is removed. Built by
+:func:`pivoter.catalogs.sources.build_source` for ``spec.source.type: image``.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import tempfile
+from io import BytesIO
+from pathlib import Path
+from typing import Any
+
+from pivoter.catalogs.errors import FetchFailed, InvalidCatalog
+from provisioners.errors import ProvisionerError
+from provisioners.sources import FetchOptions, ImageSpec
+from provisioners.sources.http_client import HttpClient, TlsOptions
+from provisioners.sources.image import ImageSource
+from provisioners.sources.pull_secret import credentials_for
+from provisioners.sources.reference import parse_reference
+from provisioners.sources.registry import INDEX_TYPES, MANIFEST_TYPES, Manifest, RegistryClient
+from resolver.catalog.errors import CatalogLoadError
+from resolver.catalog.load import load_directory
+from resolver.catalog.model import Catalog
+
+__all__ = ["CONFIGS_LABEL", "MAX_CONFIG_BYTES", "ImageCatalogSource", "configs_directory"]
+
+CONFIGS_LABEL = "operators.operatorframework.io.index.configs.v1"
+MAX_CONFIG_BYTES = 4 << 20
+"""Largest image config accepted (real ones are a few KiB)."""
+
+
+def configs_directory(config: Any, ref: str) -> str:
+    """The FBC directory an image config's label names, as a relative path inside the image.
+
+    Raises :class:`InvalidCatalog` when the label is missing or points outside the image.
+    """
+    labels = ((config or {}).get("config") or {}).get("Labels") if isinstance(config, dict) else {}
+    value = (labels or {}).get(CONFIGS_LABEL) if isinstance(labels, dict) else None
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidCatalog(
+            f"image {ref} is not a file-based catalog image: its config has no "
+            f"{CONFIGS_LABEL} label naming the catalog directory (opm sets it; build the image "
+            "with `opm generate dockerfile`)"
+        )
+    relative = posixpath.normpath("/" + value.strip()).lstrip("/")
+    if relative.startswith(".."):  # normpath of an absolute path never leaves "/", but be sure
+        raise InvalidCatalog(f"image {ref}: label {CONFIGS_LABEL}={value!r} leaves the image")
+    return relative or "."
+
+
+class ImageCatalogSource:
+    """Fetches the catalog inside an OCI image (see the module docstring)."""
+
+    def __init__(
+        self,
+        ref: str,
+        *,
+        name: str = "",
+        pull_secret: bytes | None = None,
+        ca_pem: bytes | None = None,
+        options: FetchOptions | None = None,
+        platform: str = "linux/amd64",
+    ) -> None:
+        self.spec = ref
+        self.name = name
+        self.pull_secret = pull_secret
+        self.ca_pem = ca_pem
+        self.options = options or FetchOptions()
+        self.platform = platform
+        self._digest: str | None = None
+        self._catalog: Catalog | None = None
+
+    @property
+    def digest(self) -> str | None:
+        """The manifest (or index) digest of the last successful fetch."""
+        return self._digest
+
+    def fetch(self) -> Catalog:
+        """Return the image's catalog, re-pulling only when the reference's digest moved."""
+        try:
+            client, reference = self._client()
+            top = client.manifest(reference.manifest_ref)
+            if top.digest == self._digest and self._catalog is not None:
+                return self._catalog
+            manifest = self._image_manifest(client, top)
+            config = self._config(client, manifest)
+        except ProvisionerError as exc:
+            raise FetchFailed(f"image {self.spec}: {exc}") from exc
+        directory = configs_directory(config, self.spec)
+        pinned = reference.pinned(top.digest)
+        with tempfile.TemporaryDirectory(prefix="pivoter-catalog-image-") as scratch:
+            root = Path(scratch) / "root"
+            root.mkdir()
+            spec = ImageSpec(
+                pinned, pull_secret=self.pull_secret, ca_pem=self.ca_pem, platform=self.platform
+            )
+            try:
+                ImageSource().fetch(spec, root, self.options)
+            except ProvisionerError as exc:
+                raise FetchFailed(f"image {self.spec}: {exc}") from exc
+            path = root / directory
+            if not path.is_dir():
+                raise InvalidCatalog(
+                    f"image {self.spec}: label {CONFIGS_LABEL} names /{directory}, which is not "
+                    "a directory in the image"
+                )
+            try:
+                catalog = load_directory(path, name=self.name, use_cache=False)
+            except CatalogLoadError as exc:
+                raise InvalidCatalog(f"image {pinned}, directory /{directory}: {exc}") from exc
+        self._digest = top.digest
+        self._catalog = catalog
+        return catalog
+
+    def _client(self) -> tuple[RegistryClient, Any]:
+        reference = parse_reference(self.spec)
+        credentials = (
+            credentials_for(self.pull_secret, reference.registry) if self.pull_secret else None
+        )
+        plain_http = reference.is_loopback and not self.ca_pem
+        http = HttpClient(
+            TlsOptions(self.ca_pem, False),
+            timeout=self.options.timeout_seconds,
+            deadline=self.options.deadline_seconds,
+        )
+        client = RegistryClient(
+            reference, http, scheme="http" if plain_http else "https", credentials=credentials
+        )
+        return client, reference
+
+    def _image_manifest(self, client: RegistryClient, top: Manifest) -> Manifest:
+        if top.media_type not in INDEX_TYPES:
+            return top
+        wanted_os, _, wanted_arch = self.platform.partition("/")
+        entries = [e for e in top.document.get("manifests") or [] if isinstance(e, dict)]
+        entries = [e for e in entries if e.get("mediaType", MANIFEST_TYPES[0]) in MANIFEST_TYPES]
+        chosen = [
+            e
+            for e in entries
+            if (e.get("platform") or {}).get("os") == wanted_os
+            and (e.get("platform") or {}).get("architecture") == wanted_arch
+        ] or (entries if len(entries) == 1 else [])
+        if not chosen:
+            raise FetchFailed(f"image {self.spec}: the index has no {self.platform} image")
+        return client.manifest(str(chosen[0].get("digest") or ""))
+
+    def _config(self, client: RegistryClient, manifest: Manifest) -> Any:
+        if manifest.media_type not in MANIFEST_TYPES:
+            raise InvalidCatalog(
+                f"image {self.spec} has media type {manifest.media_type!r}, not an image manifest"
+            )
+        descriptor = manifest.document.get("config") or {}
+        digest, size = str(descriptor.get("digest") or ""), descriptor.get("size")
+        if not digest or not isinstance(size, int) or not 0 <= size <= MAX_CONFIG_BYTES:
+            raise InvalidCatalog(f"image {self.spec}: the manifest's config descriptor is invalid")
+        sink = BytesIO()
+        client.blob(digest, size, sink)  # verifies size and digest
+        try:
+            return json.loads(sink.getvalue())
+        except ValueError as exc:
+            raise InvalidCatalog(f"image {self.spec}: its config is not JSON: {exc}") from exc

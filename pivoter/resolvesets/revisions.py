@@ -1,0 +1,206 @@
+"""ResolveSet revisions of one input, stored as immutable ConfigMaps in the daemon's namespace.
+
+:class:`RevisionStore` is what the Resolution and PlatformOperator controllers call: ``write``
+a new selection (a no-op when the latest revision already holds the same selection hash),
+``latest`` and ``list`` the history, ``verify`` that a revision they rely on is still what pivoter
+wrote, and ``collect_garbage`` beyond the history limit. It reads the API server directly (not an
+informer cache) so that the next revision number is never computed from a stale view, and
+numbers revisions with create-and-retry: two writers racing for ``r<N>`` both try to create it,
+the loser sees ``AlreadyExists`` and moves to ``r<N+1>`` (or returns the winner's revision when
+it holds the same selection).
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import enum
+import logging
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pivoter.kube import Conflict, Kube, NotFound, Resource
+from pivoter.resolvesets.document import Revision, decode, encode, selector
+from pivoter.resolvesets.history import revisions_to_remove
+from pivoter.resolvesets.naming import InputRef, revision_name
+from resolver.resolveset import ResolveSet
+
+__all__ = ["CONFIG_MAPS", "RevisionState", "RevisionStore", "Verification", "WriteConflict"]
+
+log = logging.getLogger(__name__)
+
+CONFIG_MAPS = Resource("v1", "ConfigMap", "configmaps", namespaced=True)
+MAX_ATTEMPTS = 20
+
+
+class WriteConflict(Exception):
+    """Other writers kept taking the next revision number; retry the reconcile later."""
+
+
+class RevisionState(enum.Enum):
+    """What :meth:`RevisionStore.verify` found."""
+
+    INTACT = "Intact"
+    MISSING = "Missing"
+    MODIFIED = "Modified"
+
+
+@dataclass(frozen=True, slots=True)
+class Verification:
+    """The outcome of checking one revision against what pivoter wrote."""
+
+    state: RevisionState
+    message: str
+    current: Revision | None = None
+    """The revision as stored now (None when missing or no longer a revision)."""
+
+    @property
+    def ok(self) -> bool:
+        """Whether the revision is stored exactly as written."""
+        return self.state is RevisionState.INTACT
+
+
+class RevisionStore:
+    """The ResolveSet revisions of every input, in ``namespace``."""
+
+    def __init__(self, kube: Kube, namespace: str) -> None:
+        self.kube = kube
+        self.namespace = namespace
+
+    # ------------------------------------------------------------------ reading
+
+    def list(self, ref: InputRef) -> builtins.list[Revision]:
+        """Every stored revision of ``ref``, oldest first (hand-modified ones included, with
+        :attr:`Revision.problem` set)."""
+        items, _ = self.kube.list(CONFIG_MAPS, self.namespace, label_selector=selector(ref))
+        revisions = [r for r in map(decode, items) if r is not None and r.input == ref]
+        return sorted(revisions, key=lambda r: r.number)
+
+    def latest(self, ref: InputRef) -> Revision | None:
+        """The newest revision of ``ref``, or None when it has none."""
+        revisions = self.list(ref)
+        return revisions[-1] if revisions else None
+
+    def get(self, ref: InputRef, number: int) -> Revision | None:
+        """Revision ``number`` of ``ref``, or None when it does not exist."""
+        try:
+            config_map = self.kube.get(CONFIG_MAPS, revision_name(ref, number), self.namespace)
+        except NotFound:
+            return None
+        revision = decode(config_map)
+        return revision if revision is not None and revision.input == ref else None
+
+    # ------------------------------------------------------------------ writing
+
+    def write(
+        self,
+        ref: InputRef,
+        resolveset: ResolveSet,
+        *,
+        after: int = 0,
+        owner: Mapping[str, Any] | None = None,
+    ) -> Revision:
+        """Store ``resolveset`` as the next revision of ``ref`` and return it, or return the
+        latest revision unchanged when it is intact and has the same selection hash.
+
+        ``after``: the highest revision number the caller has recorded (e.g. in the input's
+        status), so numbering continues even if every ConfigMap was deleted by hand.
+        ``owner``: the input object; the revision is garbage-collected with it.
+        Raises :class:`WriteConflict` if other writers win every attempt.
+        """
+        for _ in range(MAX_ATTEMPTS):
+            latest = self.latest(ref)
+            if (
+                latest is not None
+                and latest.intact
+                and latest.selection_hash == resolveset.selection_hash
+            ):
+                return latest
+            number = max(after, latest.number if latest else 0) + 1
+            body = encode(ref, number, resolveset, self.namespace)
+            if owner is not None:
+                body["metadata"]["ownerReferences"] = [_owner_reference(owner)]
+            try:
+                created = self.kube.create(CONFIG_MAPS, body, self.namespace)
+            except Conflict:
+                log.info("%s: revision %d was taken by another writer; retrying", ref, number)
+                continue
+            revision = decode(created)
+            assert revision is not None  # we just encoded it
+            log.info(
+                "%s: wrote ResolveSet revision %d (%s)", ref, number, resolveset.selection_hash
+            )
+            return revision
+        raise WriteConflict(
+            f"{ref}: could not claim a new ResolveSet revision in {MAX_ATTEMPTS} attempts; "
+            "other writers kept taking the next number"
+        )
+
+    # ------------------------------------------------------------------ checking
+
+    def verify(self, revision: Revision) -> Verification:
+        """Check that ``revision`` (as pivoter read or wrote it) is still stored unchanged."""
+        where = f"ConfigMap {self.namespace}/{revision.name}"
+        what = f"ResolveSet revision {revision.number} of {revision.input} ({where})"
+        try:
+            config_map = self.kube.get(CONFIG_MAPS, revision.name, self.namespace)
+        except NotFound:
+            return Verification(RevisionState.MISSING, f"{what} is missing: it was deleted")
+        current = decode(config_map)
+        if current is None or current.input != revision.input:
+            return Verification(
+                RevisionState.MODIFIED,
+                f"{what} was replaced by a ConfigMap that is not a revision of {revision.input}",
+            )
+        if current.problem:
+            return Verification(RevisionState.MODIFIED, f"{what}: {current.problem}", current)
+        if (current.checksum, current.selection_hash) != (
+            revision.checksum,
+            revision.selection_hash,
+        ):
+            return Verification(
+                RevisionState.MODIFIED,
+                f"{what} was deleted and re-created with other content (checksum "
+                f"{current.checksum}, expected {revision.checksum})",
+                current,
+            )
+        return Verification(RevisionState.INTACT, f"{what} is intact", current)
+
+    # ------------------------------------------------------------------ history
+
+    def collect_garbage(
+        self,
+        ref: InputRef,
+        *,
+        keep: int,
+        protect: Collection[int | None] = (),
+        pivot_in_progress: bool = False,
+    ) -> builtins.list[int]:
+        """Delete revisions of ``ref`` beyond the newest ``keep``, never one in ``protect``
+        (the active and last successful revisions) and nothing while a pivot is in progress.
+        Returns the numbers deleted, oldest first."""
+        if pivot_in_progress:
+            return []
+        revisions = {r.number: r for r in self.list(ref)}
+        doomed = revisions_to_remove(revisions, keep=keep, protect=protect)
+        for number in doomed:
+            # NotFound: another replica or a person removed it first.
+            with contextlib.suppress(NotFound):
+                self.kube.delete(CONFIG_MAPS, revisions[number].name, self.namespace)
+        if doomed:
+            log.info("%s: removed ResolveSet revisions %s (history limit %d)", ref, doomed, keep)
+        return doomed
+
+
+def _owner_reference(owner: Mapping[str, Any]) -> dict[str, Any]:
+    metadata = owner.get("metadata") or {}
+    if not metadata.get("uid") or not metadata.get("name"):
+        raise ValueError("an owner needs metadata.name and metadata.uid")
+    return {
+        "apiVersion": owner.get("apiVersion", ""),
+        "kind": owner.get("kind", ""),
+        "name": metadata["name"],
+        "uid": metadata["uid"],
+        "blockOwnerDeletion": False,
+    }
