@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -32,7 +33,17 @@ def render(factory: Callable[[], Schema]) -> str:
 
 def main(argv: list[str]) -> int:
     """Write every CRD into the directory given (default ``crds/``)."""
-    out = Path(argv[0]) if argv else Path(__file__).resolve().parents[2] / "crds"
+    parser = argparse.ArgumentParser(
+        prog="python -m pivoter.apis.generate", description="Write the CRDs from pivoter/apis."
+    )
+    parser.add_argument(
+        "directory",
+        nargs="?",
+        type=Path,
+        default=Path(__file__).resolve().parents[2] / "crds",
+        help="where to write the CRD files (default: the repository's crds/)",
+    )
+    out: Path = parser.parse_args(argv).directory
     out.mkdir(parents=True, exist_ok=True)
     for filename, factory in CRDS.items():
         (out / filename).write_text(render(factory))

@@ -296,6 +296,20 @@ def bundle_deployment_crd() -> Schema:
             "conditions": conditions(),
             "activeBundle": string("The Bundle whose content is installed now."),
             "observedGeneration": integer("The generation last processed."),
+            "inventory": array(
+                "pivoter: the objects the active bundle installed (a pivot prunes what the new "
+                "content no longer has).",
+                obj(
+                    "One installed object.",
+                    {
+                        "apiVersion": string("Its apiVersion."),
+                        "kind": string("Its kind."),
+                        "namespace": string("Its namespace; empty when cluster-scoped."),
+                        "name": string("Its name."),
+                    },
+                    required=["apiVersion", "kind", "name"],
+                ),
+            ),
         },
     )
     return crd(

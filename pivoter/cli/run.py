@@ -1,12 +1,205 @@
-"""``pivoter run``: start the daemon (controllers, webhooks, metrics, probes)."""
+"""``pivoter run``: start the daemon (controllers, leader election, metrics, probes).
+
+Builds the Kubernetes client, a :class:`pivoter.controller.Manager` with its endpoints and
+(optionally) leader election, registers the product controllers through
+:func:`pivoter.controllers.register`, and runs until SIGTERM or SIGINT. Exits 0 after a clean
+shutdown, 1 when it cannot start (bad kubeconfig, port in use) or leadership was lost (so the
+kubelet restarts it and it competes again).
+"""
 
 from __future__ import annotations
 
-from pivoter.cli._common import Subparsers, add_command, unavailable
+import argparse
+import logging
+import socket
+from pathlib import Path
+
+from pivoter import catalogs, controllers
+from pivoter.catalogs.reconciler import CATALOGS
+from pivoter.cli._common import Subparsers, add_command
+from pivoter.cli.exitcodes import ExitCode
+from pivoter.cli.output import error
+from pivoter.cli.run_webhook import Server, add_webhook_flags, start_webhook
+from pivoter.contentserver import ContentServer
+from pivoter.controller import LeaderElectionConfig, Manager, ManagerExit, default_identity
+from pivoter.controllers import provisioning
+from pivoter.kube import (
+    EventRecorder,
+    Kube,
+    KubeConfigError,
+    KubeError,
+    NotFound,
+    Resource,
+    load_client,
+)
+from pivoter.observability import EndpointsError, Metrics, parse_address, setup_logging
+from pivoter.observability.logs import LEVELS
+
+log = logging.getLogger("pivoter.run")
+
+IN_CLUSTER_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+DEFAULT_NAMESPACE = "pivoter-system"
+DEFAULT_LEASE = "pivoter-leader.pivoter.io"
+DEFAULT_STORE = Path("/var/cache/pivoter/bundles")
 
 
 def register(subparsers: Subparsers) -> None:
     """Add the ``run`` command."""
     parser = add_command(subparsers, "run", "run the pivoter daemon against a cluster")
     parser.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then ~/.kube)")
-    parser.set_defaults(handler=unavailable("the daemon (pivoter run)"))
+    parser.add_argument(
+        "--metrics-bind-address",
+        default=":8080",
+        help="host:port for /metrics, 0 to disable (default :8080)",
+    )
+    parser.add_argument(
+        "--health-probe-bind-address",
+        default=":8081",
+        help="host:port for /healthz and /readyz, 0 to disable (default :8081)",
+    )
+    parser.add_argument(
+        "--leader-elect",
+        action="store_true",
+        help="compete for a Lease so that only one replica runs the controllers",
+    )
+    parser.add_argument(
+        "--leader-election-namespace",
+        help=f"namespace of the Lease (default: the Pod's namespace, else {DEFAULT_NAMESPACE})",
+    )
+    parser.add_argument(
+        "--leader-election-id",
+        default=DEFAULT_LEASE,
+        help=f"name of the Lease (default {DEFAULT_LEASE})",
+    )
+    parser.add_argument(
+        "--leader-election-identity",
+        help="this replica's identity in the Lease (default: <hostname>_<random uuid>)",
+    )
+    for flag, default, what in (
+        ("--leader-election-lease-duration", 15.0, "how long a Lease stays valid unrenewed"),
+        ("--leader-election-renew-deadline", 10.0, "how long the leader retries renewing"),
+        ("--leader-election-retry-period", 2.0, "time between attempts"),
+    ):
+        parser.add_argument(flag, type=float, default=default, help=f"{what} (default {default}s)")
+    parser.add_argument(
+        "--log-format", choices=("json", "text"), default="json", help="log format (default json)"
+    )
+    parser.add_argument("--log-level", choices=LEVELS, default="info", help="default info")
+    parser.add_argument(
+        "--namespace",
+        help="pivoter's namespace: Secrets and ConfigMaps of bundle and catalog sources, "
+        f"ResolveSets (default: the Pod's namespace, else {DEFAULT_NAMESPACE})",
+    )
+    parser.add_argument(
+        "--store-dir",
+        type=Path,
+        default=DEFAULT_STORE,
+        help=f"content store of unpacked bundles, a volume of the daemon (default {DEFAULT_STORE})",
+    )
+    parser.add_argument(
+        "--content-bind-address",
+        default="0",
+        help="host:port serving /bundles/<name>.tgz to authorized readers, 0 to disable (default)",
+    )
+    parser.add_argument(
+        "--content-url",
+        default="",
+        help="base URL clients reach the content server at, written to status.contentURL",
+    )
+    add_webhook_flags(parser)
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the daemon until a signal; see the module docstring for exit codes."""
+    setup_logging(args.log_format, args.log_level)
+    try:
+        manager = _build_manager(args)
+    except (KubeConfigError, EndpointsError, ValueError) as exc:
+        error(str(exc))
+        return int(ExitCode.FAILURE)
+    namespace = args.namespace or _own_namespace()
+    try:
+        servers = _setup_product(manager, args, namespace)
+    except (KubeError, OSError, ValueError) as exc:
+        error(f"cannot set up the controllers: {exc}")
+        return int(ExitCode.FAILURE)
+    log.info("starting with %d controllers", len(manager.controllers))
+    try:
+        outcome = manager.run(install_signal_handlers=True)
+    except EndpointsError as exc:
+        error(str(exc))
+        return int(ExitCode.FAILURE)
+    finally:
+        for server in servers:
+            server.stop()
+    if outcome is ManagerExit.LOST_LEADERSHIP:
+        error("leadership was lost; exiting so that a restart competes again")
+        return int(ExitCode.FAILURE)
+    return int(ExitCode.OK)
+
+
+def _build_manager(args: argparse.Namespace) -> Manager:
+    kube = Kube(load_client(args.kubeconfig))
+    election = None
+    if args.leader_elect:
+        election = LeaderElectionConfig(
+            namespace=args.leader_election_namespace or _own_namespace(),
+            name=args.leader_election_id,
+            identity=args.leader_election_identity or default_identity(),
+            lease_duration=args.leader_election_lease_duration,
+            renew_deadline=args.leader_election_renew_deadline,
+            retry_period=args.leader_election_retry_period,
+        )
+    return Manager(
+        kube,
+        metrics=Metrics(),
+        leader_election=election,
+        metrics_address=parse_address(args.metrics_bind_address),
+        health_address=parse_address(args.health_probe_bind_address),
+    )
+
+
+def _setup_product(manager: Manager, args: argparse.Namespace, namespace: str) -> list[Server]:
+    """Register the product controllers and start the HTTP servers; return the servers."""
+    recorder = EventRecorder(
+        manager.kube,
+        reporting_controller="pivoter.io/pivoter",
+        reporting_instance=socket.gethostname(),
+    )
+    bundles = provisioning.setup(
+        manager,
+        store_dir=args.store_dir,
+        namespace=namespace,
+        content_url_base=args.content_url,
+        recorder=recorder,
+    )
+    if _served(manager, CATALOGS):
+        catalogs.setup(manager, namespace=namespace, recorder=recorder)
+    controllers.register(manager)
+    servers: list[Server] = []
+    content = parse_address(args.content_bind_address)
+    if content is not None:
+        server = ContentServer(manager.kube, bundles, host=content[0], port=content[1])
+        server.start()
+        servers.append(server)
+    webhook = start_webhook(manager.kube, args, namespace)
+    if webhook is not None:
+        servers.append(webhook)
+    return servers
+
+
+def _served(manager: Manager, resource: Resource) -> bool:
+    try:
+        manager.kube.resource(resource.api_version, resource.kind)
+    except NotFound:
+        log.warning("%s is not served (CRD not installed): its controller is off", resource)
+        return False
+    return True
+
+
+def _own_namespace() -> str:
+    try:
+        return IN_CLUSTER_NAMESPACE.read_text().strip() or DEFAULT_NAMESPACE
+    except OSError:
+        return DEFAULT_NAMESPACE

@@ -1,0 +1,193 @@
+"""The Bundle controller: unpack a Bundle's source into the content store and say so in status.
+
+``reconcile(name)`` reads the Bundle and converges: a Bundle of one of pivoter's provisioner
+classes whose content is not in the store (new, changed generation, or a new leader whose store
+is empty) is fetched, checked by its format and published; status then carries ``phase``,
+``resolvedSource``, the store ``digest``, ``contentURL`` and the ``Unpacked`` condition with
+rukpak's reasons. A Bundle that is gone releases its content: store entries no Bundle refers to
+are garbage-collected (after a grace period that protects content being published).
+
+Bundles are immutable (the admission webhook enforces it), so once ``Unpacked`` for the current
+generation a Bundle needs no work unless its content vanished from the store.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pivoter.apis import rukpak
+from pivoter.controller.controller import Result
+from pivoter.controllers.conditions import FALSE, TRUE, UNKNOWN, find, set_condition
+from pivoter.controllers.sourcespec import source_spec
+from pivoter.kube import MERGE_PATCH, Kube, NotFound, Resource
+from provisioners.content import unpack_bundle
+from provisioners.errors import ProvisionerError
+from provisioners.formats import FORMATS, BundleFormat
+from provisioners.sources import FetchOptions
+from provisioners.store import BundleStore, StoreError
+
+__all__ = ["BUNDLES", "CLASS_FORMATS", "BundleReconciler", "bundle_format_for"]
+
+log = logging.getLogger(__name__)
+
+BUNDLES = Resource(rukpak.API_VERSION, "Bundle", "bundles", namespaced=False)
+SECRETS = Resource("v1", "Secret", "secrets", namespaced=True)
+CONFIG_MAPS = Resource("v1", "ConfigMap", "configmaps", namespaced=True)
+
+CLASS_FORMATS = {
+    rukpak.CLASS_PLAIN: "plain+v0",
+    rukpak.CLASS_REGISTRY: "registry+v1",
+    rukpak.CLASS_HELM: "helm",
+}
+"""Provisioner class name -> bundle format, for the classes pivoter serves."""
+
+
+def bundle_format_for(class_name: str) -> BundleFormat | None:
+    """The format a provisioner class unpacks, or None when pivoter does not serve the class."""
+    name = CLASS_FORMATS.get(class_name)
+    return FORMATS.get(name) if name else None
+
+
+@dataclass
+class BundleReconciler:
+    """Unpacks Bundles of pivoter's provisioner classes into ``store``."""
+
+    kube: Kube
+    store: BundleStore
+    system_namespace: str
+    content_url_base: str = ""
+    """Base URL of the content server (``<base>/bundles/<name>.tgz``); empty: no contentURL."""
+    fetch_options: FetchOptions | None = None
+    gc_grace_seconds: float = 300.0
+
+    def reconcile(self, name: str) -> Result | None:
+        """Converge one Bundle; say when to look again (None: when something changes)."""
+        try:
+            bundle = self.kube.get(BUNDLES, name)
+        except NotFound:
+            self.collect_garbage()
+            return None
+        spec = bundle.get("spec") or {}
+        bundle_format = bundle_format_for(str(spec.get("provisionerClassName") or ""))
+        if bundle_format is None:
+            return None  # another provisioner's Bundle, or a format not built in yet
+        if (bundle.get("metadata") or {}).get("deletionTimestamp"):
+            return None
+        if self.is_current(bundle):
+            return None
+        return self._unpack(bundle, bundle_format)
+
+    def is_current(self, bundle: Mapping[str, Any]) -> bool:
+        """Whether the Bundle's current generation is unpacked and its content is in the store."""
+        status = bundle.get("status") or {}
+        generation = (bundle.get("metadata") or {}).get("generation")
+        if (
+            status.get("phase") != rukpak.PHASE_UNPACKED
+            or status.get("observedGeneration") != generation
+        ):
+            return False
+        digest = str(status.get("digest") or "")
+        if not digest:
+            return False
+        try:
+            self.store.get(digest)
+        except StoreError:
+            return False  # e.g. a new leader on another node: unpack again
+        return True
+
+    def _read(self, kind: str, name: str) -> Mapping[str, Any] | None:
+        resource = SECRETS if kind == "Secret" else CONFIG_MAPS
+        try:
+            return self.kube.get(resource, name, self.system_namespace)
+        except NotFound:
+            return None
+
+    def _unpack(self, bundle: dict[str, Any], bundle_format: BundleFormat) -> Result | None:
+        name = bundle["metadata"]["name"]
+        generation = int(bundle["metadata"].get("generation") or 0)
+        status: dict[str, Any] = dict(bundle.get("status") or {})
+        conditions: list[dict[str, Any]] = [dict(c) for c in status.get("conditions") or []]
+        previous = find(conditions, rukpak.TYPE_UNPACKED)
+        if previous is None or previous.get("reason") != rukpak.REASON_UNPACKING:
+            set_condition(
+                conditions,
+                rukpak.TYPE_UNPACKED,
+                UNKNOWN,
+                rukpak.REASON_UNPACKING,
+                f"Unpacking the {name} Bundle",
+                generation=generation,
+            )
+            self._write_status(
+                name, {**status, "phase": rukpak.PHASE_UNPACKING, "conditions": conditions}
+            )
+        try:
+            spec = source_spec((bundle.get("spec") or {}).get("source") or {}, self._read)
+            unpacked = unpack_bundle(
+                spec, self.store, self.fetch_options, bundle_format=bundle_format
+            )
+        except ProvisionerError as exc:
+            log.info("bundle %s: unpack failed: %s", name, exc)
+            set_condition(
+                conditions,
+                rukpak.TYPE_UNPACKED,
+                FALSE,
+                rukpak.REASON_UNPACK_FAILED,
+                f"Failed to unpack the {name} Bundle: {exc}",
+                generation=generation,
+            )
+            self._write_status(
+                name,
+                {
+                    **status,
+                    "phase": rukpak.PHASE_FAILING,
+                    "conditions": conditions,
+                    "observedGeneration": generation,
+                },
+            )
+            return Result(requeue=True)  # back off per key, as a failed reconcile does
+        message = f"Successfully unpacked the {name} Bundle ({unpacked.fetched.revision})"
+        if unpacked.fetched.warnings:
+            message += "; warning: " + "; ".join(unpacked.fetched.warnings)
+        set_condition(
+            conditions,
+            rukpak.TYPE_UNPACKED,
+            TRUE,
+            rukpak.REASON_UNPACK_SUCCESSFUL,
+            message,
+            generation=generation,
+        )
+        new_status: dict[str, Any] = {
+            **status,
+            "phase": rukpak.PHASE_UNPACKED,
+            "resolvedSource": unpacked.fetched.resolved_source,
+            "digest": unpacked.stored.key,
+            "conditions": conditions,
+            "observedGeneration": generation,
+        }
+        if self.content_url_base:
+            new_status["contentURL"] = f"{self.content_url_base.rstrip('/')}/bundles/{name}.tgz"
+        self._write_status(name, new_status)
+        log.info(
+            "bundle %s: unpacked %s as %s", name, unpacked.fetched.revision, unpacked.stored.key
+        )
+        return None
+
+    def _write_status(self, name: str, status: dict[str, Any]) -> None:
+        self.kube.request(
+            "PATCH",
+            BUNDLES.path(None, name) + "/status",
+            body={"status": status},
+            content_type=MERGE_PATCH,
+        )
+
+    def collect_garbage(self) -> list[str]:
+        """Remove store entries no Bundle refers to (older than the grace period)."""
+        bundles, _ = self.kube.list(BUNDLES)
+        live = {str((b.get("status") or {}).get("digest") or "") for b in bundles} - {""}
+        removed = self.store.gc(live, grace_seconds=self.gc_grace_seconds)
+        if removed:
+            log.info("content store: released %d entries no Bundle refers to", len(removed))
+        return removed

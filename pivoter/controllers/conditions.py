@@ -1,0 +1,68 @@
+"""Status conditions as Kubernetes defines them (``metav1.Condition``), set the way
+apimachinery's ``meta.SetStatusCondition`` does: the transition time moves only when the status
+changes, and every condition carries the generation it was computed from.
+
+Every reconciler builds its status with :func:`set_condition` so that ``kubectl wait
+--for=condition=...`` and humans read the same, current truth.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["FALSE", "TRUE", "UNKNOWN", "find", "is_true", "set_condition"]
+
+TRUE, FALSE, UNKNOWN = "True", "False", "Unknown"
+MESSAGE_LIMIT = 32768  # the API's maxLength for condition messages
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def find(conditions: list[dict[str, Any]] | None, type_: str) -> dict[str, Any] | None:
+    """The condition of ``type_`` in ``conditions``, or None."""
+    for condition in conditions or []:
+        if condition.get("type") == type_:
+            return condition
+    return None
+
+
+def is_true(obj: Mapping[str, Any], type_: str) -> bool:
+    """Whether ``obj``'s status has condition ``type_`` with status True."""
+    condition = find((obj.get("status") or {}).get("conditions"), type_)
+    return condition is not None and condition.get("status") == TRUE
+
+
+def set_condition(
+    conditions: list[dict[str, Any]],
+    type_: str,
+    status: str,
+    reason: str,
+    message: str,
+    *,
+    generation: int,
+) -> None:
+    """Add or update condition ``type_`` in place."""
+    if len(message) > MESSAGE_LIMIT:
+        message = message[: MESSAGE_LIMIT - 15] + " ... (truncated)"
+    current = find(conditions, type_)
+    if current is None:
+        conditions.append(
+            {
+                "type": type_,
+                "status": status,
+                "reason": reason,
+                "message": message,
+                "observedGeneration": generation,
+                "lastTransitionTime": _now(),
+            }
+        )
+        return
+    if current.get("status") != status:
+        current["lastTransitionTime"] = _now()
+    current.update(
+        {"status": status, "reason": reason, "message": message, "observedGeneration": generation}
+    )

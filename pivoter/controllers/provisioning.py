@@ -1,0 +1,53 @@
+"""Wiring for ``pivoter run``: the Bundle and BundleDeployment controllers on one content store.
+
+``setup(manager, ...)`` creates both controllers with their watches (BundleDeployments, and
+Bundles mapped to the BundleDeployment that owns them) and returns the Bundle reconciler, which
+the content server uses to serve (and, after a failover, re-unpack) content.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pivoter.apis import rukpak
+from pivoter.controller.manager import Manager
+from pivoter.controllers.bundle import BUNDLES, BundleReconciler
+from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS, BundleDeploymentReconciler
+from pivoter.kube import EventRecorder, Object
+from provisioners.store import BundleStore
+
+__all__ = ["setup"]
+
+
+def _owning_bundle_deployment(bundle: Object) -> list[str]:
+    labels = (bundle.get("metadata") or {}).get("labels") or {}
+    if labels.get(rukpak.LABEL_OWNER_KIND) == "BundleDeployment":
+        name = labels.get(rukpak.LABEL_OWNER_NAME)
+        return [str(name)] if name else []
+    return []
+
+
+def setup(
+    manager: Manager,
+    *,
+    store_dir: Path,
+    namespace: str,
+    content_url_base: str = "",
+    recorder: EventRecorder | None = None,
+    workers: int = 2,
+) -> BundleReconciler:
+    """Register the Bundle and BundleDeployment controllers; return the Bundle reconciler."""
+    store = BundleStore(store_dir)
+    bundles = BundleReconciler(
+        manager.kube, store, system_namespace=namespace, content_url_base=content_url_base
+    )
+    deployments = BundleDeploymentReconciler(manager.kube, store, bundles, recorder=recorder)
+    bundle_informer = manager.informer_for(BUNDLES)
+    bundle_controller = manager.controller("bundles", bundles.reconcile, workers=workers)
+    bundle_controller.watch(bundle_informer)
+    deployment_controller = manager.controller(
+        "bundledeployments", deployments.reconcile, workers=workers
+    )
+    deployment_controller.watch(manager.informer_for(BUNDLE_DEPLOYMENTS))
+    deployment_controller.watch(bundle_informer, _owning_bundle_deployment)
+    return bundles

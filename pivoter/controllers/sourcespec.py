@@ -1,0 +1,172 @@
+"""Turn a Bundle's ``spec.source`` into a provisioner source spec, reading its Secrets and
+ConfigMaps from the system namespace.
+
+The Bundle controller calls :func:`source_spec`; the provisioners (which never see the cluster)
+get plain data. A reference to a missing Secret or ConfigMap, a mutable ConfigMap or a source
+type pivoter does not serve raises :class:`provisioners.errors.InvalidSourceError` with a message
+that names the field, which the controller writes into the ``Unpacked`` condition.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from provisioners.errors import InvalidSourceError
+from provisioners.sources import (
+    ConfigMapContent,
+    ConfigMapsSpec,
+    GitAuth,
+    GitRef,
+    GitSpec,
+    HttpSpec,
+    ImageSpec,
+    SourceSpec,
+)
+
+__all__ = ["ObjectReader", "source_spec"]
+
+ObjectReader = Callable[[str, str], Mapping[str, Any] | None]
+"""``read(kind, name)`` with kind ``Secret`` or ``ConfigMap`` in the system namespace, or None."""
+
+
+def source_spec(source: Mapping[str, Any], read: ObjectReader) -> SourceSpec:
+    """Build the spec of ``source`` (a Bundle's ``spec.source``)."""
+    kind = str(source.get("type") or "")
+    if kind == "image":
+        return _image(source.get("image") or {}, read)
+    if kind == "git":
+        return _git(source.get("git") or {}, read)
+    if kind == "http":
+        return _http(source.get("http") or {}, read)
+    if kind == "configMaps":
+        return _config_maps(source.get("configMaps") or [], read)
+    if kind == "upload":
+        raise InvalidSourceError(
+            "spec.source.type upload is not served by pivoter (rukpak removed uploads); "
+            "use configMaps, http, git or image"
+        )
+    raise InvalidSourceError(
+        f"spec.source.type {kind!r} is not one of image, git, http, configMaps"
+    )
+
+
+def _secret_data(read: ObjectReader, name: str, field: str) -> dict[str, bytes]:
+    secret = read("Secret", name)
+    if secret is None:
+        raise InvalidSourceError(f"{field}: Secret {name!r} not found in the system namespace")
+    out: dict[str, bytes] = {}
+    for key, value in (secret.get("data") or {}).items():
+        try:
+            out[key] = base64.b64decode(value, validate=True)
+        except (binascii.Error, TypeError) as exc:
+            raise InvalidSourceError(f"{field}: Secret {name!r} key {key!r} is not base64") from exc
+    for key, value in (secret.get("stringData") or {}).items():
+        out[key] = str(value).encode()
+    return out
+
+
+def _image(image: Mapping[str, Any], read: ObjectReader) -> ImageSpec:
+    ref = str(image.get("ref") or "")
+    if not ref:
+        raise InvalidSourceError("spec.source.image.ref is required")
+    pull_secret = None
+    if image.get("pullSecret"):
+        data = _secret_data(read, str(image["pullSecret"]), "spec.source.image.pullSecret")
+        pull_secret = data.get(".dockerconfigjson") or data.get(".dockercfg")
+        if pull_secret is None:
+            raise InvalidSourceError(
+                f"spec.source.image.pullSecret: Secret {image['pullSecret']!r} has no "
+                ".dockerconfigjson or .dockercfg key"
+            )
+    ca = str(image.get("certificateData") or "").encode() or None
+    return ImageSpec(
+        ref=ref,
+        pull_secret=pull_secret,
+        ca_pem=ca,
+        insecure_skip_tls_verify=bool(image.get("insecureSkipTLSVerify")),
+    )
+
+
+def _auth(auth: Mapping[str, Any], read: ObjectReader, field: str) -> dict[str, bytes]:
+    secret = (auth.get("secret") or {}).get("name")
+    return _secret_data(read, str(secret), f"{field}.auth.secret") if secret else {}
+
+
+def _git(git: Mapping[str, Any], read: ObjectReader) -> GitSpec:
+    repository = str(git.get("repository") or "")
+    if not repository:
+        raise InvalidSourceError("spec.source.git.repository is required")
+    ref = git.get("ref") or {}
+    chosen = [k for k in ("branch", "tag", "commit") if ref.get(k)]
+    if len(chosen) != 1:
+        raise InvalidSourceError("spec.source.git.ref needs exactly one of branch, tag, commit")
+    auth_spec = git.get("auth") or {}
+    data = _auth(auth_spec, read, "spec.source.git")
+    auth = None
+    if data or auth_spec.get("insecureSkipVerify"):
+        auth = GitAuth(
+            username=_text(data.get("username")),
+            password=_text(data.get("password")),
+            ssh_private_key=data.get("ssh-privatekey"),
+            ssh_known_hosts=data.get("ssh-knownhosts"),
+            ca_pem=data.get("ca.crt"),
+            insecure_skip_verify=bool(auth_spec.get("insecureSkipVerify")),
+        )
+    return GitSpec(
+        repository=repository,
+        ref=GitRef(branch=ref.get("branch"), tag=ref.get("tag"), commit=ref.get("commit")),
+        directory=str(git.get("directory") or ""),
+        auth=auth,
+    )
+
+
+def _http(http: Mapping[str, Any], read: ObjectReader) -> HttpSpec:
+    url = str(http.get("url") or "")
+    if not url:
+        raise InvalidSourceError("spec.source.http.url is required")
+    auth_spec = http.get("auth") or {}
+    data = _auth(auth_spec, read, "spec.source.http")
+    return HttpSpec(
+        url=url,
+        username=_text(data.get("username")),
+        password=_text(data.get("password")),
+        ca_pem=data.get("ca.crt"),
+        insecure_skip_tls_verify=bool(auth_spec.get("insecureSkipVerify")),
+    )
+
+
+def _config_maps(entries: list[Mapping[str, Any]], read: ObjectReader) -> ConfigMapsSpec:
+    if not entries:
+        raise InvalidSourceError("spec.source.configMaps lists no ConfigMaps")
+    contents = []
+    for i, entry in enumerate(entries):
+        name = str((entry.get("configMap") or {}).get("name") or "")
+        field = f"spec.source.configMaps[{i}]"
+        if not name:
+            raise InvalidSourceError(f"{field}.configMap.name is required")
+        config_map = read("ConfigMap", name)
+        if config_map is None:
+            raise InvalidSourceError(
+                f"{field}: ConfigMap {name!r} not found in the system namespace"
+            )
+        if not config_map.get("immutable"):
+            raise InvalidSourceError(
+                f"{field}: ConfigMap {name!r} is not immutable; bundle content must not change "
+                "under a Bundle (set immutable: true)"
+            )
+        contents.append(
+            ConfigMapContent(
+                name=name,
+                data=config_map.get("data") or {},
+                binary_data=config_map.get("binaryData") or {},
+                path=str(entry.get("path") or ""),
+            )
+        )
+    return ConfigMapsSpec(tuple(contents))
+
+
+def _text(value: bytes | None) -> str | None:
+    return value.decode() if value is not None else None

@@ -1,0 +1,7 @@
+"""pivoter's admission webhook: Bundle immutability and source checks, ConfigMaps in use by
+Bundles, and the least-privilege rule for BundleDeployments.
+
+:mod:`.review` decodes AdmissionReviews and builds responses; one module per admitted kind
+(:mod:`.bundles`, :mod:`.configmaps`, :mod:`.bundledeployments`) decides; :mod:`.server` serves
+them over TLS; :mod:`.registration` writes the ValidatingWebhookConfiguration.
+"""

@@ -1,0 +1,85 @@
+"""The ValidatingWebhookConfiguration that routes admission to pivoter's webhook server.
+
+``configuration`` builds it for a client config that is either a URL (the daemon outside the
+cluster, for development and tests) or a Service (in-cluster); the CA bundle is injected. The
+daemon applies it at start with server-side apply, so a rotated certificate updates it in place.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from pivoter.apis import rukpak
+from pivoter.webhook.server import PATHS
+
+__all__ = ["NAME", "configuration"]
+
+NAME = "pivoter-validating-webhooks"
+
+
+def _client(path: str, url: str, service: tuple[str, str, int] | None) -> dict[str, Any]:
+    if service is not None:
+        namespace, name, port = service
+        return {"service": {"namespace": namespace, "name": name, "path": path, "port": port}}
+    return {"url": url.rstrip("/") + path}
+
+
+def configuration(
+    *,
+    ca_bundle: bytes,
+    system_namespace: str,
+    url: str = "",
+    service: tuple[str, str, int] | None = None,
+) -> dict[str, Any]:
+    """The webhook configuration for ``url`` or ``service`` (namespace, name, port)."""
+    if not url and service is None:
+        raise ValueError("the webhooks need a URL or a Service to reach the server")
+    ca = base64.b64encode(ca_bundle).decode()
+
+    def webhook(name: str, path: str, rules: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+        return {
+            "name": name,
+            "admissionReviewVersions": ["v1"],
+            "sideEffects": "None",
+            "failurePolicy": "Fail",
+            "timeoutSeconds": 10,
+            "clientConfig": {**_client(path, url, service), "caBundle": ca},
+            "rules": rules,
+            **extra,
+        }
+
+    def rule(group: str, resource: str, operations: list[str], scope: str) -> dict[str, Any]:
+        return {
+            "apiGroups": [group],
+            "apiVersions": ["v1" if not group else rukpak.VERSION],
+            "resources": [resource],
+            "operations": operations,
+            "scope": scope,
+        }
+
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": NAME},
+        "webhooks": [
+            webhook(
+                "vbundles.core.rukpak.io",
+                PATHS["bundles"],
+                [rule(rukpak.GROUP, "bundles", ["CREATE", "UPDATE"], "Cluster")],
+            ),
+            webhook(
+                "vbundledeployments.core.rukpak.io",
+                PATHS["bundledeployments"],
+                [rule(rukpak.GROUP, "bundledeployments", ["CREATE", "UPDATE"], "Cluster")],
+            ),
+            webhook(
+                "vconfigmaps.core.rukpak.io",
+                PATHS["configmaps"],
+                [rule("", "configmaps", ["CREATE", "DELETE"], "Namespaced")],
+                namespaceSelector={
+                    "matchLabels": {"kubernetes.io/metadata.name": system_namespace}
+                },
+            ),
+        ],
+    }

@@ -1,0 +1,189 @@
+"""The admission webhook's HTTPS server: one path per admitted kind, decisions from the cluster.
+
+``WebhookServer`` routes ``/validate-bundles``, ``/validate-configmaps`` and
+``/validate-bundledeployments`` to the validators, answering with the API server's lookups
+(ConfigMaps of the system namespace, Bundles that use them, SubjectAccessReviews for the
+requesting user). A request that cannot be decided (the API server unreachable) is refused: the
+webhook configurations use ``failurePolicy: Fail``, and so does the server. Started by
+``pivoter run`` with ``--webhook-bind-address``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import ssl
+import threading
+from collections.abc import Mapping
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from pivoter.controllers.bundle import BUNDLES
+from pivoter.kube import Kube, KubeError, NotFound, Resource
+from pivoter.webhook.bundledeployments import validate_bundle_deployment
+from pivoter.webhook.bundles import validate_bundle
+from pivoter.webhook.configmaps import validate_config_map
+from pivoter.webhook.review import Request, Validator, Verdict, deny, respond
+
+__all__ = ["PATHS", "WebhookServer"]
+
+log = logging.getLogger(__name__)
+
+CONFIG_MAPS = Resource("v1", "ConfigMap", "configmaps", namespaced=True)
+ACCESS_REVIEWS = Resource(
+    "authorization.k8s.io/v1", "SubjectAccessReview", "subjectaccessreviews", False
+)
+PATHS = {
+    "bundles": "/validate-bundles",
+    "configmaps": "/validate-configmaps",
+    "bundledeployments": "/validate-bundledeployments",
+}
+MAX_BODY = 8 * 1024 * 1024  # the API server's own request limit is 3 MiB per object
+
+
+class WebhookServer:
+    """Serves the validators over TLS (``cert`` and ``key`` are PEM files)."""
+
+    def __init__(
+        self,
+        kube: Kube,
+        *,
+        system_namespace: str,
+        cert: Path,
+        key: Path,
+        host: str = "0.0.0.0",  # the API server reaches it through a Service or a URL
+        port: int = 9443,
+    ) -> None:
+        self.kube = kube
+        self.system_namespace = system_namespace
+        self.validators: dict[str, Validator] = {
+            PATHS["bundles"]: lambda r: validate_bundle(r, self.read_config_map),
+            PATHS["configmaps"]: self._config_map,
+            PATHS["bundledeployments"]: lambda r: validate_bundle_deployment(r, self.can),
+        }
+        self.httpd = ThreadingHTTPServer((host, port), _handler(self))
+        self.httpd.daemon_threads = True
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        context.load_cert_chain(cert, key)
+        self.httpd.socket = context.wrap_socket(self.httpd.socket, server_side=True)
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        """The bound port."""
+        return int(self.httpd.server_address[1])
+
+    def start(self) -> None:
+        """Serve in a background thread."""
+        self._thread = threading.Thread(
+            target=self.httpd.serve_forever, name="webhook-server", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop serving and close the socket."""
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    # -- lookups -----------------------------------------------------------------------------
+
+    def read_config_map(self, name: str) -> Mapping[str, Any] | None:
+        """ConfigMap ``name`` of the system namespace, or None."""
+        try:
+            return self.kube.get(CONFIG_MAPS, name, self.system_namespace)
+        except NotFound:
+            return None
+
+    def bundles_using(self, config_map: str) -> list[str]:
+        """Names of the Bundles whose configMaps source reads ``config_map``."""
+        bundles, _ = self.kube.list(BUNDLES)
+        users = []
+        for bundle in bundles:
+            source = (bundle.get("spec") or {}).get("source") or {}
+            names = {
+                (entry.get("configMap") or {}).get("name")
+                for entry in source.get("configMaps") or []
+            }
+            if config_map in names:
+                users.append(bundle["metadata"]["name"])
+        return users
+
+    def _config_map(self, request: Request) -> Verdict:
+        if request.namespace != self.system_namespace:
+            return Verdict(True)
+        return validate_config_map(request, self.bundles_using)
+
+    def can(self, request: Request, attributes: Mapping[str, str]) -> tuple[bool, str]:
+        """A SubjectAccessReview for the requesting user."""
+        review = self.kube.create(
+            ACCESS_REVIEWS,
+            {
+                "apiVersion": "authorization.k8s.io/v1",
+                "kind": "SubjectAccessReview",
+                "spec": {
+                    "user": request.username,
+                    "groups": list(request.groups),
+                    "uid": request.uid_of_user,
+                    "extra": dict(request.extra),
+                    "resourceAttributes": dict(attributes),
+                },
+            },
+        )
+        status = review.get("status") or {}
+        return bool(status.get("allowed")), str(status.get("reason") or "")
+
+    def decide(self, path: str, review: Mapping[str, Any]) -> dict[str, Any]:
+        """The AdmissionReview answer to ``review`` posted at ``path``."""
+        request = Request.from_review(review)
+        validator = self.validators[path]
+        try:
+            verdict = validator(request)
+        except KubeError as exc:
+            verdict = deny(f"pivoter could not check this request: {exc}")
+        log.info(
+            "admission %s %s %s by %s: %s%s",
+            request.operation,
+            request.kind,
+            request.name,
+            request.username,
+            "allowed" if verdict.allowed else "denied",
+            "" if verdict.allowed else f" ({verdict.message})",
+        )
+        return respond(request.uid, verdict)
+
+
+def _handler(server: WebhookServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            log.debug("webhook: " + format, *args)
+
+        def _send(self, status: HTTPStatus, body: bytes, content_type: str) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_POST(self) -> None:
+            path = self.path.split("?", 1)[0]
+            if path not in server.validators:
+                self._send(HTTPStatus.NOT_FOUND, b"unknown webhook path\n", "text/plain")
+                return
+            length = int(self.headers.get("Content-Length") or 0)
+            if not 0 < length <= MAX_BODY:
+                self._send(HTTPStatus.BAD_REQUEST, b"bad Content-Length\n", "text/plain")
+                return
+            try:
+                review = json.loads(self.rfile.read(length))
+                answer = server.decide(path, review)
+            except (ValueError, TypeError) as exc:
+                self._send(HTTPStatus.BAD_REQUEST, f"{exc}\n".encode(), "text/plain")
+                return
+            self._send(HTTPStatus.OK, json.dumps(answer).encode(), "application/json")
+
+    return Handler

@@ -1,0 +1,141 @@
+"""Pure parts of the Bundle controllers: source specs from Bundle sources, names, health rules."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from pivoter.controllers.bundledeployment import generated_bundle_name, template_hash
+from pivoter.controllers.health import object_health
+from pivoter.controllers.sourcespec import source_spec
+from provisioners.errors import InvalidSourceError
+from provisioners.sources import ConfigMapsSpec, GitSpec, HttpSpec, ImageSpec
+
+OBJECTS: dict[tuple[str, str], dict[str, Any]] = {
+    ("Secret", "pull"): {"data": {".dockerconfigjson": base64.b64encode(b"{}").decode()}},
+    ("Secret", "basic"): {
+        "data": {
+            "username": base64.b64encode(b"u").decode(),
+            "password": base64.b64encode(b"p").decode(),
+        }
+    },
+    ("Secret", "broken"): {"data": {"username": "%%%"}},
+    ("ConfigMap", "frozen"): {"immutable": True, "data": {"a.yaml": "x"}},
+    ("ConfigMap", "mutable"): {"data": {"a.yaml": "x"}},
+}
+
+
+def _read(kind: str, name: str) -> Mapping[str, Any] | None:
+    return OBJECTS.get((kind, name))
+
+
+def test_source_specs() -> None:
+    image = source_spec({"type": "image", "image": {"ref": "r/x:1", "pullSecret": "pull"}}, _read)
+    assert isinstance(image, ImageSpec)
+    assert image.pull_secret == b"{}"
+    git = source_spec(
+        {
+            "type": "git",
+            "git": {
+                "repository": "https://g/r",
+                "ref": {"tag": "v1"},
+                "directory": "d",
+                "auth": {"secret": {"name": "basic"}},
+            },
+        },
+        _read,
+    )
+    assert isinstance(git, GitSpec)
+    assert git.ref.tag == "v1"
+    assert git.auth is not None
+    assert (git.auth.username, git.auth.password) == ("u", "p")
+    http = source_spec({"type": "http", "http": {"url": "https://h/b.tgz"}}, _read)
+    assert isinstance(http, HttpSpec)
+    cms = source_spec(
+        {"type": "configMaps", "configMaps": [{"configMap": {"name": "frozen"}, "path": "m"}]},
+        _read,
+    )
+    assert isinstance(cms, ConfigMapsSpec)
+    assert cms.config_maps[0].path == "m"
+
+
+@pytest.mark.parametrize(
+    ("source", "fragment"),
+    [
+        ({"type": "upload", "upload": {}}, "not served by pivoter"),
+        ({"type": "image", "image": {"ref": "r", "pullSecret": "absent"}}, "not found"),
+        ({"type": "image", "image": {"ref": "r", "pullSecret": "basic"}}, ".dockerconfigjson"),
+        ({"type": "git", "git": {"repository": "r", "ref": {}}}, "exactly one of"),
+        (
+            {
+                "type": "http",
+                "http": {"url": "https://h", "auth": {"secret": {"name": "broken"}}},
+            },
+            "not base64",
+        ),
+        ({"type": "configMaps", "configMaps": [{"configMap": {"name": "mutable"}}]}, "immutable"),
+    ],
+)
+def test_bad_sources(source: dict[str, Any], fragment: str) -> None:
+    with pytest.raises(InvalidSourceError, match=fragment):
+        source_spec(source, _read)
+
+
+def test_template_hash_and_names() -> None:
+    a = template_hash({"spec": {"x": 1, "y": 2}})
+    assert a == template_hash({"spec": {"y": 2, "x": 1}}), "key order must not matter"
+    assert a != template_hash({"spec": {"x": 1, "y": 3}})
+    name = generated_bundle_name("b" * 45, a)
+    assert len(name) == 52
+    assert name.startswith("b" * 45 + "-")
+
+
+@pytest.mark.parametrize(
+    ("obj", "healthy"),
+    [
+        (
+            {
+                "kind": "Deployment",
+                "metadata": {"generation": 2},
+                "spec": {"replicas": 2},
+                "status": {"observedGeneration": 2, "updatedReplicas": 2, "availableReplicas": 2},
+            },
+            True,
+        ),
+        (
+            {
+                "kind": "Deployment",
+                "metadata": {"generation": 3},
+                "spec": {"replicas": 1},
+                "status": {"observedGeneration": 2, "updatedReplicas": 1, "availableReplicas": 1},
+            },
+            False,
+        ),
+        (
+            {
+                "kind": "Deployment",
+                "spec": {"replicas": 3},
+                "status": {"updatedReplicas": 3, "availableReplicas": 1},
+            },
+            False,
+        ),
+        (
+            {
+                "kind": "CustomResourceDefinition",
+                "status": {"conditions": [{"type": "Established", "status": "True"}]},
+            },
+            True,
+        ),
+        ({"kind": "CustomResourceDefinition", "status": {}}, False),
+        (
+            {"kind": "Widget", "status": {"conditions": [{"type": "Ready", "status": "False"}]}},
+            False,
+        ),
+        ({"kind": "ConfigMap"}, True),
+    ],
+)
+def test_object_health(obj: dict[str, Any], healthy: bool) -> None:
+    assert (object_health(obj) is None) is healthy

@@ -1,0 +1,170 @@
+"""The admission validators' decisions, on AdmissionReviews as the API server sends them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from pivoter.webhook.bundledeployments import validate_bundle_deployment
+from pivoter.webhook.bundles import IMMUTABLE_MESSAGE, validate_bundle
+from pivoter.webhook.configmaps import validate_config_map
+from pivoter.webhook.review import Request, respond
+
+
+def _review(
+    operation: str,
+    kind: str,
+    obj: Mapping[str, Any],
+    old: Mapping[str, Any] | None = None,
+    user: str = "alice",
+) -> Request:
+    return Request.from_review(
+        {
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "request": {
+                "uid": "u-1",
+                "operation": operation,
+                "kind": {"group": "core.rukpak.io", "version": "v1alpha1", "kind": kind},
+                "name": (obj.get("metadata") or {}).get("name", ""),
+                "object": obj,
+                "oldObject": old,
+                "userInfo": {"username": user, "groups": ["devs"]},
+            },
+        }
+    )
+
+
+def _bundle(source: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "b"},
+        "spec": {"provisionerClassName": "core-rukpak-io-plain", "source": source},
+    }
+
+
+IMAGE = {"type": "image", "image": {"ref": "registry/repo:v1"}}
+CONFIG_MAPS = {
+    "frozen": {"metadata": {"name": "frozen"}, "immutable": True},
+    "mutable": {"metadata": {"name": "mutable"}},
+}
+
+
+def _read(name: str) -> Mapping[str, Any] | None:
+    return CONFIG_MAPS.get(name)
+
+
+def test_bundle_spec_is_immutable() -> None:
+    old = _bundle(IMAGE)
+    new = _bundle({"type": "image", "image": {"ref": "registry/repo:v2"}})
+    verdict = validate_bundle(_review("UPDATE", "Bundle", new, old), _read)
+    assert not verdict.allowed
+    assert verdict.message == IMMUTABLE_MESSAGE
+    labelled = {**old, "metadata": {"name": "b", "labels": {"x": "y"}}}
+    assert validate_bundle(_review("UPDATE", "Bundle", labelled, old), _read).allowed
+
+
+@pytest.mark.parametrize(
+    ("source", "fragment"),
+    [
+        ({"type": "git", "image": {"ref": "r"}}, "set exactly spec.source.git"),
+        ({"type": "ftp"}, "'ftp' is not one of"),
+        (
+            {"type": "git", "git": {"repository": "r", "directory": "../up", "ref": {"tag": "t"}}},
+            "must stay inside",
+        ),
+        ({"type": "configMaps", "configMaps": []}, "at least one ConfigMap"),
+        (
+            {"type": "configMaps", "configMaps": [{"configMap": {"name": "mutable"}}]},
+            "is not immutable",
+        ),
+        (
+            {"type": "configMaps", "configMaps": [{"configMap": {"name": "absent"}}]},
+            "not found",
+        ),
+        (
+            {"type": "configMaps", "configMaps": [{"configMap": {"name": "frozen"}, "path": "/a"}]},
+            "leaves the bundle root",
+        ),
+    ],
+)
+def test_bad_sources_are_denied(source: dict[str, Any], fragment: str) -> None:
+    verdict = validate_bundle(_review("CREATE", "Bundle", _bundle(source)), _read)
+    assert not verdict.allowed
+    assert fragment in verdict.message
+
+
+def test_good_sources_are_allowed() -> None:
+    frozen = {"type": "configMaps", "configMaps": [{"configMap": {"name": "frozen"}, "path": "m"}]}
+    for source in (IMAGE, frozen):
+        assert validate_bundle(_review("CREATE", "Bundle", _bundle(source)), _read).allowed
+
+
+def test_config_map_in_use() -> None:
+    def users(name: str) -> list[str]:
+        return ["b2", "b1"] if name == "used" else []
+
+    cm = {"metadata": {"name": "used"}}
+    delete = validate_config_map(_review("DELETE", "ConfigMap", cm), users)
+    assert not delete.allowed
+    assert "in use by Bundle(s) b1, b2" in delete.message
+    create = validate_config_map(_review("CREATE", "ConfigMap", cm), users)
+    assert not create.allowed
+    assert "must be immutable" in create.message
+    assert validate_config_map(
+        _review("CREATE", "ConfigMap", {**cm, "immutable": True}), users
+    ).allowed
+    assert validate_config_map(
+        _review("DELETE", "ConfigMap", {"metadata": {"name": "free"}}), users
+    ).allowed
+
+
+def _bd(spec_extra: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "bd"},
+        "spec": {"provisionerClassName": "core-rukpak-io-plain", "template": {}, **spec_extra},
+    }
+
+
+def test_bundle_deployment_needs_impersonation_or_everything() -> None:
+    asked: list[dict[str, str]] = []
+
+    def can(request: Request, attributes: Mapping[str, str]) -> tuple[bool, str]:
+        asked.append(dict(attributes))
+        return (attributes.get("verb") == "impersonate" and attributes["name"] == "ok"), ""
+
+    with_ok = _bd({"serviceAccount": {"name": "ok", "namespace": "ns"}})
+    assert validate_bundle_deployment(_review("CREATE", "BundleDeployment", with_ok), can).allowed
+    assert asked[-1] == {
+        "verb": "impersonate",
+        "group": "",
+        "resource": "serviceaccounts",
+        "namespace": "ns",
+        "name": "ok",
+    }
+    with_other = _bd({"serviceAccount": {"name": "admin", "namespace": "ns"}})
+    verdict = validate_bundle_deployment(_review("CREATE", "BundleDeployment", with_other), can)
+    assert not verdict.allowed
+    assert "may not impersonate service account ns/admin" in verdict.message
+    bare = validate_bundle_deployment(_review("CREATE", "BundleDeployment", _bd({})), can)
+    assert not bare.allowed
+    assert asked[-1] == {"verb": "*", "group": "*", "resource": "*"}
+    # A metadata-only update asks nothing.
+    count = len(asked)
+    same = validate_bundle_deployment(_review("UPDATE", "BundleDeployment", _bd({}), _bd({})), can)
+    assert same.allowed
+    assert len(asked) == count
+
+
+def test_response_shape() -> None:
+    from pivoter.webhook.review import deny
+
+    answer = respond("u-9", deny("no"))
+    assert answer["response"] == {
+        "uid": "u-9",
+        "allowed": False,
+        "status": {"code": 403, "reason": "Forbidden", "message": "no"},
+    }
+    with pytest.raises(ValueError, match="AdmissionReview"):
+        Request.from_review({"kind": "Pod"})
