@@ -15,7 +15,6 @@ import socket
 from pathlib import Path
 
 from pivoter import catalogs, controllers
-from pivoter.catalogs.reconciler import CATALOGS
 from pivoter.cli._common import Subparsers, add_command
 from pivoter.cli.exitcodes import ExitCode
 from pivoter.cli.output import error
@@ -28,8 +27,7 @@ from pivoter.kube import (
     Kube,
     KubeConfigError,
     KubeError,
-    NotFound,
-    Resource,
+    Unavailable,
     load_client,
 )
 from pivoter.observability import EndpointsError, Metrics, parse_address, setup_logging
@@ -120,6 +118,11 @@ def run(args: argparse.Namespace) -> int:
         return int(ExitCode.FAILURE)
     namespace = args.namespace or _own_namespace()
     try:
+        manager.start_endpoints()
+    except EndpointsError as exc:
+        error(str(exc))
+        return int(ExitCode.FAILURE)
+    try:
         servers = _setup_product(manager, args, namespace)
     except (KubeError, OSError, ValueError) as exc:
         error(f"cannot set up the controllers: {exc}")
@@ -174,8 +177,15 @@ def _setup_product(manager: Manager, args: argparse.Namespace, namespace: str) -
         content_url_base=args.content_url,
         recorder=recorder,
     )
-    if _served(manager, CATALOGS):
-        catalogs.setup(manager, namespace=namespace, recorder=recorder)
+    read_olm = True
+    try:
+        manager.kube.request("GET", "/version")
+    except Unavailable as exc:
+        # Discovering OLM's and catalogd's kinds needs the API server; the controllers wait for
+        # it themselves (their informers retry), so start without those two readers.
+        log.warning("API server unreachable at start (%s): not reading OLM/catalogd catalogs", exc)
+        read_olm = False
+    catalogs.setup(manager, namespace=namespace, recorder=recorder, read_olm=read_olm)
     controllers.register(manager)
     servers: list[Server] = []
     content = parse_address(args.content_bind_address)
@@ -187,15 +197,6 @@ def _setup_product(manager: Manager, args: argparse.Namespace, namespace: str) -
     if webhook is not None:
         servers.append(webhook)
     return servers
-
-
-def _served(manager: Manager, resource: Resource) -> bool:
-    try:
-        manager.kube.resource(resource.api_version, resource.kind)
-    except NotFound:
-        log.warning("%s is not served (CRD not installed): its controller is off", resource)
-        return False
-    return True
 
 
 def _own_namespace() -> str:

@@ -196,7 +196,7 @@ class Manager:
         with self._lock:
             if self._started:
                 raise RuntimeError("the manager was already started")
-            self._start_endpoints()
+            self.start_endpoints()
             self._started = True
             for informer in self._informers.values():
                 informer.start()
@@ -219,7 +219,11 @@ class Manager:
         else:
             self._start_controllers()
 
-    def _start_endpoints(self) -> None:
+    def start_endpoints(self) -> None:
+        """Bind and serve /metrics and the probes now (idempotent): ``pivoter run`` calls it
+        before any cluster work, so a port in use is reported first; :meth:`start` calls it."""
+        if self.metrics_endpoints is not None or self.health_endpoints is not None:
+            return
         if self._metrics_address is not None:
             self.metrics_endpoints = Endpoints(
                 self._metrics_address, registry=self.metrics.registry, what="metrics"
