@@ -78,7 +78,7 @@ def _load_directory(
         raise CatalogLoadError(problems)
     if use_cache and (changed or fresh.files.keys() != cached.files.keys()):
         parsed_cache.write(directory, root, fresh)
-    return _assemble(objects, name if name is not None else os.path.basename(os.path.abspath(root)))
+    return assemble(objects, name if name is not None else os.path.basename(os.path.abspath(root)))
 
 
 def _load_file(ref: CatalogFile) -> tuple[list[CatalogObject], list[Problem]]:
@@ -131,10 +131,11 @@ def load_objects(objects: Iterable[tuple[Any, Origin]], *, name: str = "") -> Ca
             problems.append(Problem(str(err), origin))
     if problems:
         raise CatalogLoadError(problems)
-    return _assemble(out, name)
+    return assemble(out, name)
 
 
-def _assemble(objects: Iterable[CatalogObject], name: str) -> Catalog:
+def assemble(objects: Iterable[CatalogObject], name: str) -> Catalog:
+    """Group decoded FBC objects into a catalog called ``name``, in the order given."""
     catalog = Catalog(name=name)
     for obj in objects:
         if isinstance(obj, Bundle):

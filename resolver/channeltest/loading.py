@@ -12,8 +12,8 @@ import os
 
 from resolver.catalog.decode import CatalogObject
 from resolver.catalog.errors import CatalogLoadError, Problem
-from resolver.catalog.load import load_directory, load_file_objects
-from resolver.catalog.model import Bundle, Catalog, Channel, Deprecation, Meta, Package
+from resolver.catalog.load import assemble, load_directory, load_file_objects
+from resolver.catalog.model import Catalog
 from resolver.catalog.walk import list_catalog_files
 
 
@@ -40,20 +40,3 @@ def load_for_test(path: str, *, use_cache: bool = True) -> tuple[Catalog, list[P
         objects.extend(found)
     name = os.path.basename(os.path.abspath(path))
     return assemble(objects, name), first or problems
-
-
-def assemble(objects: list[CatalogObject], name: str) -> Catalog:
-    """Group decoded FBC objects into a catalog, in the order given."""
-    catalog = Catalog(name=name)
-    for obj in objects:
-        if isinstance(obj, Bundle):
-            catalog.bundles.append(obj)
-        elif isinstance(obj, Channel):
-            catalog.channels.append(obj)
-        elif isinstance(obj, Package):
-            catalog.packages.append(obj)
-        elif isinstance(obj, Deprecation):
-            catalog.deprecations.append(obj)
-        elif isinstance(obj, Meta):
-            catalog.others.append(obj)
-    return catalog

@@ -28,6 +28,7 @@ from typing import Any
 import yaml
 
 from resolver.catalog.decode import CatalogObject, DecodeError, decode_object
+from resolver.catalog.load import assemble
 from resolver.catalog.model import (
     PROP_PACKAGE,
     Bundle,
@@ -39,7 +40,6 @@ from resolver.catalog.model import (
     Property,
 )
 from resolver.channeltest.findings import Finding, finding
-from resolver.channeltest.loading import assemble
 from resolver.versions import Version, VersionSyntaxError, parse_strict_version
 
 BASIC = "olm.template.basic"
