@@ -64,6 +64,8 @@ def test_the_manifests_are_complete() -> None:
             "ServiceAccount",
             "ClusterRole",
             "ClusterRoleBinding",
+            "ClusterRole",
+            "ClusterRoleBinding",
             "Role",
             "RoleBinding",
             "Deployment",
@@ -138,16 +140,24 @@ def _can(kube: Kube, user: str, verb: str, what: tuple[str, str], namespace: str
     return bool(kube.create(reviews, review)["status"].get("allowed"))
 
 
-def test_the_service_account_may_hold_its_lease_and_no_other(
+def test_the_service_account_has_what_installing_bundles_needs(
     kube: Kube, deploy_namespace: str, namespace: str
 ) -> None:
+    """The daemon installs any content (CRDs, RBAC, workloads) and impersonates service accounts:
+    it holds every right, and the admission webhook keeps users from borrowing more than they
+    have (docs/security.md)."""
     for doc in _rewritten(deploy_namespace, unique_name("d")):
         if doc["kind"] not in {"Namespace", "Deployment"}:
             apply(kube, doc, field_manager="pivoter-test")
     user = f"system:serviceaccount:{deploy_namespace}:pivoter"
-    lease = ("coordination.k8s.io", "leases")
-    assert _can(kube, user, "update", lease, deploy_namespace)
-    assert not _can(kube, user, "update", lease, namespace)  # only its own namespace
+    assert _can(kube, user, "update", ("coordination.k8s.io", "leases"), deploy_namespace)
     assert _can(kube, user, "create", ("events.k8s.io", "events"), namespace)
     assert _can(kube, user, "watch", ("pivoter.io", "catalogs"), namespace)
-    assert not _can(kube, user, "delete", ("", "secrets"), namespace)
+    assert _can(kube, user, "create", ("apiextensions.k8s.io", "customresourcedefinitions"), "")
+    assert _can(kube, user, "escalate", ("rbac.authorization.k8s.io", "clusterroles"), "")
+    assert _can(kube, user, "impersonate", ("", "serviceaccounts"), namespace)
+    # Another service account of the same namespace gets none of it.
+    other = f"system:serviceaccount:{deploy_namespace}:default"
+    assert not _can(
+        kube, other, "create", ("apiextensions.k8s.io", "customresourcedefinitions"), ""
+    )
