@@ -7,10 +7,15 @@
 from __future__ import annotations
 
 from provisioners.formats.base import BundleFormat, ConvertedBundle, FormatError
+from provisioners.formats.helm import HelmFormat
 from provisioners.formats.plain import PlainV0
 from provisioners.formats.registry_v1 import RegistryV1
 
-FORMATS: dict[str, BundleFormat] = {"plain+v0": PlainV0(), "registry+v1": RegistryV1()}
+FORMATS: dict[str, BundleFormat] = {
+    "plain+v0": PlainV0(),
+    "registry+v1": RegistryV1(),
+    "helm": HelmFormat(),
+}
 
 
 def format_for(name: str) -> BundleFormat:

@@ -73,7 +73,16 @@ def load_documents(path: Path, limits: ManifestLimits | None = None) -> list[Any
         raise InvalidManifestError(
             f"{path.name}: {size} bytes exceeds the manifest file limit of {limits.max_file_bytes}"
         )
-    text = path.read_bytes()
+    return parse_documents(path.read_bytes(), path.name, limits)
+
+
+def parse_documents(text: bytes, where: str, limits: ManifestLimits | None = None) -> list[Any]:
+    """Parse every non-empty document of a YAML or JSON stream named ``where`` (for messages)."""
+    limits = limits or ManifestLimits()
+    if len(text) > limits.max_file_bytes:
+        raise InvalidManifestError(
+            f"{where}: {len(text)} bytes exceeds the manifest file limit of {limits.max_file_bytes}"
+        )
     loader = _Loader(text)
     documents: list[Any] = []
     budget = limits.max_nodes
@@ -84,16 +93,16 @@ def load_documents(path: Path, limits: ManifestLimits | None = None) -> list[Any
             index += 1
             if index > limits.max_documents:
                 raise InvalidManifestError(
-                    f"{path.name}: more than {limits.max_documents} documents in one file"
+                    f"{where}: more than {limits.max_documents} documents in one file"
                 )
             if node is None:
                 continue
-            budget -= _count_nodes(node, budget, f"{path.name} document {index}")
+            budget -= _count_nodes(node, budget, f"{where} document {index}")
             document = loader.construct_document(node)
             if document is not None:
                 documents.append(document)
     except yaml.YAMLError as exc:
-        raise InvalidManifestError(f"{path.name}: not valid YAML or JSON: {exc}") from exc
+        raise InvalidManifestError(f"{where}: not valid YAML or JSON: {exc}") from exc
     finally:
         loader.dispose()
     return documents
