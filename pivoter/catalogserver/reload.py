@@ -18,7 +18,7 @@ import hashlib
 import logging
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
@@ -240,6 +240,10 @@ class Reloader:
             self._fail(str(err), signature)
             release_free_memory()
             return False
+        if snapshot.last_modified <= self.current.last_modified:
+            # Last-Modified has one-second resolution: two loads in the same second would let a
+            # client's If-Modified-Since hide the second one (a 304 for new content).
+            snapshot = replace(snapshot, last_modified=self.current.last_modified + 1)
         self.current = snapshot
         release_free_memory()
         self.last_error = None
