@@ -33,6 +33,8 @@ PROP_CSV_METADATA = "olm.csv.metadata"
 PROP_BUNDLE_OBJECT = "olm.bundle.object"
 PROP_BUNDLE_MEDIATYPE = "olm.bundle.mediatype"
 PROP_DEPRECATED = "olm.deprecated"
+PROP_LABEL = "olm.label"
+PROP_LABEL_REQUIRED = "olm.label.required"
 
 SCHEMA_PACKAGE = "olm.package"
 SCHEMA_CHANNEL = "olm.channel"

@@ -1,6 +1,7 @@
 """Dependency predicates: what a bundle's requirement properties ask of another bundle.
 
-One requirement property (``olm.package.required``, ``olm.gvk.required``, ``olm.constraint``)
+One requirement property (``olm.package.required``, ``olm.gvk.required``, ``olm.label.required``,
+``olm.constraint``)
 becomes one :class:`Predicate` over a *single* candidate bundle, as in OLM v0 (``all`` means one
 bundle satisfying every sub-constraint, not several bundles). ``olm.constraint`` supports
 ``gvk``, ``package``, ``all``, ``any``, ``not`` and ``cel`` (evaluated with cel-python: the
@@ -26,6 +27,8 @@ from resolver.catalog.model import (
     GVK,
     PROP_CONSTRAINT,
     PROP_GVK_REQUIRED,
+    PROP_LABEL,
+    PROP_LABEL_REQUIRED,
     PROP_PACKAGE,
     PROP_PACKAGE_REQUIRED,
     Bundle,
@@ -80,6 +83,18 @@ def package_predicate(package: str, version_range: str) -> Predicate:
     )
 
 
+def label_predicate(label: str) -> Predicate:
+    """A bundle with the ``olm.label`` property ``label`` (OLM v0's label dependencies)."""
+
+    def has_label(bundle: Bundle) -> bool:
+        return any(
+            p.type == PROP_LABEL and isinstance(p.value, dict) and p.value.get("label") == label
+            for p in bundle.properties
+        )
+
+    return Predicate(f"with label: {label}", has_label, kind="label")
+
+
 def _in_range(rng: VersionRange | None, version: str) -> bool:
     if rng is None:
         return True
@@ -104,6 +119,8 @@ def requirements(bundle: Bundle) -> Iterator[Predicate]:
                     str(prop.value.get("kind", "")),
                 )
             )
+        elif prop.type == PROP_LABEL_REQUIRED and isinstance(prop.value, dict):
+            yield label_predicate(str(prop.value.get("label", "")))
         elif prop.type == PROP_CONSTRAINT:
             yield constraint_predicate(prop.value)
 
@@ -111,7 +128,12 @@ def requirements(bundle: Bundle) -> Iterator[Predicate]:
 def has_requirements(bundle: Bundle) -> str:
     """Return the first requirement property type of ``bundle`` ("" when it has none)."""
     for prop in bundle.properties:
-        if prop.type in (PROP_PACKAGE_REQUIRED, PROP_GVK_REQUIRED, PROP_CONSTRAINT):
+        if prop.type in (
+            PROP_PACKAGE_REQUIRED,
+            PROP_GVK_REQUIRED,
+            PROP_LABEL_REQUIRED,
+            PROP_CONSTRAINT,
+        ):
             return prop.type
     return ""
 

@@ -7,6 +7,8 @@ import pytest
 from resolver.catalog.model import (
     PROP_CONSTRAINT,
     PROP_GVK,
+    PROP_LABEL,
+    PROP_LABEL_REQUIRED,
     PROP_PACKAGE,
     PROP_PACKAGE_REQUIRED,
     Bundle,
@@ -129,3 +131,20 @@ def test_requirements_in_property_order() -> None:
         ),
     )
     assert [p.kind for p in requirements(b)] == ["gvk", "package"]
+
+
+def test_label_required_matches_bundles_with_that_olm_label() -> None:
+    needs = Bundle("x", "x.v1", properties=(Property(PROP_LABEL_REQUIRED, {"label": "tier=gold"}),))
+    labelled = Bundle(
+        "y",
+        "y.v1",
+        properties=(
+            Property(PROP_PACKAGE, {"packageName": "y", "version": "1.0.0"}),
+            Property(PROP_LABEL, {"label": "tier=gold"}),
+        ),
+    )
+    [pred] = list(requirements(needs))
+    assert pred(labelled)
+    assert not pred(BAR)
+    assert pred.text == "with label: tier=gold"
+    assert has_requirements(needs) == PROP_LABEL_REQUIRED
