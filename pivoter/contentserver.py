@@ -33,6 +33,9 @@ ACCESS_REVIEWS = Resource(
 )
 _PATH = re.compile(r"^/bundles/(?P<name>[a-z0-9]([-a-z0-9.]*[a-z0-9])?)\.tgz$")
 
+UNAUTHENTICATED = "the bearer token is not valid (TokenReview did not authenticate it)"
+"""The ``why`` of an :data:`Authorizer` refusing a token it could not authenticate (HTTP 401)."""
+
 Authorizer = Callable[[str, str], tuple[bool, str]]
 """``authorize(token, path) -> (allowed, why)``."""
 
@@ -55,7 +58,7 @@ class KubeAuthorizer:
         )
         status = review.get("status") or {}
         if not status.get("authenticated"):
-            return False, "the token is not valid"
+            return False, UNAUTHENTICATED
         user = status.get("user") or {}
         access = self.kube.create(
             ACCESS_REVIEWS,
@@ -167,7 +170,10 @@ def _handler(server: ContentServer) -> type[BaseHTTPRequestHandler]:
                 self._fail(HTTPStatus.SERVICE_UNAVAILABLE, f"cannot review the token: {exc}")
                 return
             if not allowed:
-                self._fail(HTTPStatus.FORBIDDEN, why)
+                # An unauthenticated caller gets 401 (retry with a valid token), an authenticated
+                # one without the right gets 403 (ask for the bundle-reader role).
+                status = HTTPStatus.UNAUTHORIZED if why == UNAUTHENTICATED else HTTPStatus.FORBIDDEN
+                self._fail(status, why)
                 return
             name = match.group("name")
             digest = server.bundle_digest(name)

@@ -176,12 +176,17 @@ class BundleReconciler:
         return None
 
     def _write_status(self, name: str, status: dict[str, Any]) -> None:
-        self.kube.request(
-            "PATCH",
-            BUNDLES.path(None, name) + "/status",
-            body={"status": status},
-            content_type=MERGE_PATCH,
-        )
+        try:
+            self.kube.request(
+                "PATCH",
+                BUNDLES.path(None, name) + "/status",
+                body={"status": status},
+                content_type=MERGE_PATCH,
+            )
+        except NotFound:
+            # Deleted while unpacking (e.g. a pivot superseded it): nothing left to report on,
+            # and the next reconcile of the name collects its content.
+            log.debug("bundle %s: deleted before its status could be written", name)
 
     def collect_garbage(self) -> list[str]:
         """Remove store entries no Bundle refers to (older than the grace period)."""
