@@ -26,6 +26,7 @@ import hashlib
 import json
 import logging
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,19 +35,25 @@ from kubernetes.client import ApiClient
 
 from pivoter.apis import rukpak
 from pivoter.controller.controller import Result
-from pivoter.controllers import health
+from pivoter.controllers import bundlecontent, crdupgrade, drift, health
 from pivoter.controllers.bundle import BUNDLES, BundleReconciler, bundle_format_for
 from pivoter.controllers.conditions import FALSE, TRUE, UNKNOWN, find, set_condition
+from pivoter.controllers.managedobjects import ManagedObjects
 from pivoter.kube import MERGE_PATCH, EventRecorder, Kube, KubeError, NotFound, Resource
 from provisioners.apply.applier import Applier, ApplyError, Owner
 from provisioners.apply.kubeapi import KubeAPI
 from provisioners.apply.objects import LABEL_OWNER_KIND, LABEL_OWNER_NAME, ObjectRef, ref_of
+from provisioners.crdsafety import UnsafeCRDChange
 from provisioners.errors import ProvisionerError
 from provisioners.store import BundleStore, StoreError
 
 __all__ = [
     "BUNDLE_DEPLOYMENTS",
+    "DRIFT_REPORT",
     "FINALIZER",
+    "REASON_DRIFT_CORRECTED",
+    "REASON_DRIFT_DETECTED",
+    "TYPE_DRIFTED",
     "BundleDeploymentReconciler",
     "generated_bundle_name",
     "template_hash",
@@ -60,6 +67,13 @@ BUNDLE_DEPLOYMENTS = Resource(
 FINALIZER = "core.rukpak.io/uninstall"
 MAX_GENERATED_BUNDLES = 4  # rukpak's ErrMaxGeneratedLimit
 KIND = "BundleDeployment"
+
+DRIFT_REPORT = "Report"  # spec.driftPolicy: report drift, leave it alone (default: Correct)
+TYPE_DRIFTED = "Drifted"  # pivoter's condition: True while reported drift remains
+REASON_NO_DRIFT = "NoDrift"
+REASON_DRIFT_CORRECTED = "DriftCorrected"
+REASON_DRIFT_DETECTED = "DriftDetected"
+FINALIZING_RECHECK_SECONDS = 1.0
 
 
 def template_hash(template: Mapping[str, Any]) -> str:
@@ -84,6 +98,45 @@ class InstallBlocked(Exception):
         self.reason = reason
 
 
+@dataclass(frozen=True, slots=True)
+class _Verified:
+    """The last time a BundleDeployment's objects were found to match its bundle."""
+
+    bundle: str
+    generation: int
+    versions: dict[ObjectRef, str]
+    """Fingerprint of each object then (:func:`pivoter.controllers.drift.fingerprint`)."""
+    at: float
+
+    def matches(self, bundle: str, generation: int) -> bool:
+        return self.bundle == bundle and self.generation == generation
+
+
+@dataclass(frozen=True, slots=True)
+class _PendingDrift:
+    """Drift whose correction failed; reported when a later apply of the same content works."""
+
+    bundle: str
+    generation: int
+    report: drift.DriftReport
+
+    def matches(self, bundle: str, generation: int) -> bool:
+        return self.bundle == bundle and self.generation == generation
+
+
+@dataclass(slots=True)
+class _Outcome:
+    """What one converge did: the installed objects, whether it applied, and drift found."""
+
+    refs: list[ObjectRef]
+    applied: bool
+    notes: list[str] = field(default_factory=list)
+    report: drift.DriftReport | None = None
+    corrected: bool = False
+    wait: bool = False
+    """An object is still being deleted: look again shortly, then correct."""
+
+
 @dataclass
 class BundleDeploymentReconciler:
     """Installs and pivots BundleDeployments of pivoter's provisioner classes."""
@@ -93,7 +146,14 @@ class BundleDeploymentReconciler:
     bundles: BundleReconciler
     recorder: EventRecorder | None = None
     health_interval_seconds: float = 10.0
+    full_check_interval_seconds: float = 600.0
+    """How often the installed objects are compared with the bundle even if no watch said they
+    changed (and webhook certificates renewed)."""
+    managed: ManagedObjects | None = None
+    """Shared watches on the installed objects (set by the wiring); None: read the API."""
     _apis: dict[str, KubeAPI] = field(default_factory=dict)
+    _verified: dict[str, _Verified] = field(default_factory=dict)
+    _pending_drift: dict[str, _PendingDrift] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     # -- entry point -------------------------------------------------------------------------
@@ -103,12 +163,16 @@ class BundleDeploymentReconciler:
         try:
             bd = self.kube.get(BUNDLE_DEPLOYMENTS, name)
         except NotFound:
+            self._verified.pop(name, None)
+            self._pending_drift.pop(name, None)
             return None
         spec = bd.get("spec") or {}
         if bundle_format_for(str(spec.get("provisionerClassName") or "")) is None:
             return None
         metadata = bd["metadata"]
         if metadata.get("deletionTimestamp"):
+            self._verified.pop(name, None)
+            self._pending_drift.pop(name, None)
             self._finalize(bd)
             return None
         if FINALIZER not in (metadata.get("finalizers") or []):
@@ -174,7 +238,7 @@ class BundleDeploymentReconciler:
             f"Successfully unpacked the {bundle_name} Bundle",
         )
         try:
-            refs, notes = self._apply(bd, bundle)
+            outcome = self._converge(bd, bundle, steady=self._is_steady(bd, bundle_name))
         except InstallBlocked as exc:
             condition(exc.condition, FALSE, exc.reason, str(exc))
             if exc.condition == rukpak.TYPE_INSTALLED:
@@ -187,16 +251,19 @@ class BundleDeploymentReconciler:
             self._warn(bd, exc.reason, str(exc))
             self._write_status(bd, status, conditions, generation)
             return Result(requeue=True)
-        status["activeBundle"] = bundle_name
-        status["inventory"] = [ref.as_dict() for ref in refs]
-        condition(
-            rukpak.TYPE_INSTALLED,
-            TRUE,
-            rukpak.REASON_INSTALLATION_SUCCEEDED,
-            f"Instantiated bundle {bundle_name} successfully"
-            + (f" ({'; '.join(notes)})" if notes else ""),
-        )
-        failing = health.check(self.kube, refs)
+        refs = outcome.refs
+        if outcome.applied:
+            status["activeBundle"] = bundle_name
+            status["inventory"] = [ref.as_dict() for ref in refs]
+            condition(
+                rukpak.TYPE_INSTALLED,
+                TRUE,
+                rukpak.REASON_INSTALLATION_SUCCEEDED,
+                f"Instantiated bundle {bundle_name} successfully"
+                + (f" ({'; '.join(outcome.notes)})" if outcome.notes else ""),
+            )
+        self._report_drift(bd, outcome, conditions, generation)
+        failing = health.check(self.kube, refs, read=self._cached_object)
         if failing:
             condition(
                 rukpak.TYPE_HEALTHY,
@@ -213,8 +280,29 @@ class BundleDeploymentReconciler:
                 f"All {len(refs)} installed objects are healthy",
             )
         self._write_status(bd, status, conditions, generation)
-        self._delete_other_bundles(bd, bundle_name)
-        return Result(requeue_after=self.health_interval_seconds) if failing else None
+        if outcome.applied:
+            self._delete_other_bundles(bd, bundle_name)
+        if self.managed is not None:
+            self.managed.track(refs)
+        if outcome.wait:
+            return Result(requeue_after=FINALIZING_RECHECK_SECONDS)
+        if failing:
+            return Result(requeue_after=self.health_interval_seconds)
+        # Look again now and then: webhook certificates are renewed by a fresh conversion.
+        return Result(requeue_after=self.full_check_interval_seconds)
+
+    def _is_steady(self, bd: dict[str, Any], bundle_name: str) -> bool:
+        """Whether the bundle and spec now wanted are the ones installed last time (no pivot,
+        no spec change): then only drift can make a difference."""
+        status = bd.get("status") or {}
+        installed = find(status.get("conditions"), rukpak.TYPE_INSTALLED)
+        return (
+            status.get("activeBundle") == bundle_name
+            and status.get("observedGeneration") == bd["metadata"].get("generation")
+            and installed is not None
+            and installed.get("status") == TRUE
+            and status.get("inventory") is not None
+        )
 
     def _desired_bundle(self, bd: dict[str, Any]) -> dict[str, Any]:
         name = bd["metadata"]["name"]
@@ -266,33 +354,142 @@ class BundleDeploymentReconciler:
         log.info("bundledeployment %s: generated Bundle %s", name, created["metadata"]["name"])
         return created
 
-    def _apply(
-        self, bd: dict[str, Any], bundle: dict[str, Any]
-    ) -> tuple[list[ObjectRef], list[str]]:
-        spec = bd.get("spec") or {}
+    def _converge(self, bd: dict[str, Any], bundle: dict[str, Any], *, steady: bool) -> _Outcome:
+        """Install or upgrade; in the steady state correct (or report) drift instead."""
         name = bd["metadata"]["name"]
-        bundle_name = bundle["metadata"]["name"]
+        generation = int(bd["metadata"].get("generation") or 0)
+        inventory = [
+            ObjectRef.from_dict(d) for d in (bd.get("status") or {}).get("inventory") or []
+        ]
+        if steady and self._unchanged(name, bundle["metadata"]["name"], generation, inventory):
+            return _Outcome(refs=inventory, applied=False)
+        spec = bd.get("spec") or {}
+        api = self._api_for(spec.get("serviceAccount"))
+        content = self._content(bd, bundle, api)
+        if not steady or content.rotated:
+            self._verified.pop(name, None)
+            refs, notes = self._apply(bd, bundle, api, content)
+            # A drift correction that failed half-way (e.g. a CRD gone mid-apply) and was
+            # retried as a plain apply is still reported as the correction it is.
+            pending = self._pending_drift.pop(name, None)
+            if pending is not None and not pending.matches(bundle["metadata"]["name"], generation):
+                pending = None
+            return _Outcome(
+                refs=refs,
+                applied=True,
+                notes=notes + content.rotated,
+                report=pending.report if pending else None,
+                corrected=pending is not None,
+            )
+        owner = Owner(KIND, name)
+        verified = self._verified.get(name)
+        known = (
+            verified.versions
+            if verified and verified.matches(bundle["metadata"]["name"], generation)
+            else None
+        )
+        try:
+            report = drift.detect(
+                api,
+                content.objects,
+                owner_kind=KIND,
+                owner_name=name,
+                field_manager=owner.field_manager,
+                known=known,
+            )
+        except KubeError as exc:
+            raise InstallBlocked(
+                rukpak.TYPE_INSTALLED,
+                rukpak.REASON_UPGRADE_FAILED,
+                f"Failed to compare the installed objects with bundle "
+                f"{bundle['metadata']['name']}: {exc}",
+            ) from exc
+        if not report.drifts:
+            self._verified[name] = _Verified(
+                bundle["metadata"]["name"], generation, report.matching, time.monotonic()
+            )
+            return _Outcome(refs=inventory, applied=False)
+        self._verified.pop(name, None)
+        if spec.get("driftPolicy") == DRIFT_REPORT:
+            return _Outcome(refs=inventory, applied=False, report=report)
+        if report.finalizing:
+            # Applying now would write to an object about to vanish; its deletion queues the
+            # next reconcile (and the requeue is a safety net).
+            return _Outcome(refs=inventory, applied=False, wait=True)
+        try:
+            refs, notes = self._apply(bd, bundle, api, content)
+        except InstallBlocked:
+            self._pending_drift[name] = _PendingDrift(
+                bundle["metadata"]["name"], generation, report
+            )
+            raise
+        return _Outcome(refs=refs, applied=True, notes=notes, report=report, corrected=True)
+
+    def _unchanged(
+        self, name: str, bundle_name: str, generation: int, inventory: list[ObjectRef]
+    ) -> bool:
+        """Whether every installed object is, in the shared caches, as it was when last found
+        to match the bundle (and that was recent): then there is nothing to compare."""
+        verified = self._verified.get(name)
+        if (
+            self.managed is None
+            or verified is None
+            or not verified.matches(bundle_name, generation)
+        ):
+            return False
+        if time.monotonic() - verified.at > self.full_check_interval_seconds:
+            return False
+        for ref in inventory:
+            known, obj = self.managed.cached(ref)
+            if not known or obj is None:
+                return False
+            if verified.versions.get(ref) != drift.fingerprint(obj):
+                return False
+        return True
+
+    def _content(
+        self, bd: dict[str, Any], bundle: dict[str, Any], api: KubeAPI
+    ) -> bundlecontent.BundleContent:
+        spec = bd.get("spec") or {}
         bundle_format = bundle_format_for(str(spec.get("provisionerClassName")))
         assert bundle_format is not None  # checked by reconcile
         try:
             stored = self.store.get(str(bundle["status"]["digest"]))
-            converted = bundle_format.convert(stored.path, spec.get("config") or {})
+            return bundlecontent.convert(bundle_format, stored.path, spec.get("config") or {}, api)
         except (StoreError, ProvisionerError) as exc:
             raise InstallBlocked(
                 rukpak.TYPE_HAS_VALID_BUNDLE,
                 rukpak.REASON_BUNDLE_LOAD_FAILED,
-                f"Failed to load the {bundle_name} Bundle: {exc}",
+                f"Failed to load the {bundle['metadata']['name']} Bundle: {exc}",
             ) from exc
-        applier = Applier(self._api_for(spec.get("serviceAccount")), Owner(KIND, name))
+
+    def _apply(
+        self,
+        bd: dict[str, Any],
+        bundle: dict[str, Any],
+        api: KubeAPI,
+        content: bundlecontent.BundleContent,
+    ) -> tuple[list[ObjectRef], list[str]]:
+        spec = bd.get("spec") or {}
+        name = bd["metadata"]["name"]
+        bundle_name = bundle["metadata"]["name"]
+        applier = Applier(api, Owner(KIND, name))
         previous = [ObjectRef.from_dict(d) for d in (bd.get("status") or {}).get("inventory") or []]
         upgrading = bool((bd.get("status") or {}).get("activeBundle"))
+        safety = ((spec.get("preflight") or {}).get("crdUpgradeSafety") or {}).get("disabled")
         try:
-            result = applier.apply(converted.objects, adopt=bool(spec.get("adoptExisting")))
-            refs = [ref_of(obj) for obj in converted.objects]
+            migrated = crdupgrade.preflight(api, content.objects, disabled=bool(safety))
+            adopt = bool(spec.get("adoptExisting"))
+            if spec.get("serviceAccount"):
+                # A dry run first: the API server authorizes every object as the service
+                # account, so a missing right fails the install before anything is created.
+                applier.apply(content.objects, adopt=adopt, dry_run=True)
+            result = applier.apply(content.objects, adopt=adopt)
+            refs = [ref_of(obj) for obj in content.objects]
             pruned = applier.prune(
                 previous, refs, crd_policy=str(spec.get("crdDeletionPolicy") or "Keep")
             )
-        except (ApplyError, KubeError) as exc:
+        except (ApplyError, KubeError, UnsafeCRDChange) as exc:
             raise InstallBlocked(
                 rukpak.TYPE_INSTALLED,
                 rukpak.REASON_UPGRADE_FAILED if upgrading else rukpak.REASON_INSTALL_FAILED,
@@ -300,12 +497,63 @@ class BundleDeploymentReconciler:
             ) from exc
         for warning in result.warnings:
             self._warn(bd, "APIServerWarning", warning)
-        notes = []
+        notes = [*content.notes, *migrated]
         if pruned.deleted:
             notes.append(f"pruned {len(pruned.deleted)} objects the bundle no longer has")
         for ref, why in pruned.kept:
             notes.append(f"kept {ref.kind} {_where(ref)}: {why}")
         return refs, notes
+
+    # -- drift -------------------------------------------------------------------------------
+
+    def _report_drift(
+        self,
+        bd: dict[str, Any],
+        outcome: _Outcome,
+        conditions: list[dict[str, Any]],
+        generation: int,
+    ) -> None:
+        """Event and ``Drifted`` condition for what :meth:`_converge` found."""
+        current = find(conditions, TYPE_DRIFTED)
+        report = outcome.report
+        if report is None:
+            if current is None or current.get("status") != FALSE:
+                set_condition(
+                    conditions,
+                    TYPE_DRIFTED,
+                    FALSE,
+                    REASON_NO_DRIFT,
+                    "The installed objects match the bundle",
+                    generation=generation,
+                )
+            return
+        summary = report.summary()
+        if outcome.corrected:
+            message = f"Restored {summary}"
+            set_condition(
+                conditions,
+                TYPE_DRIFTED,
+                FALSE,
+                REASON_DRIFT_CORRECTED,
+                message,
+                generation=generation,
+            )
+            log.info("bundledeployment %s: %s", bd["metadata"]["name"], message)
+            if self.recorder is not None:
+                self.recorder.normal(bd, REASON_DRIFT_CORRECTED, "CorrectDrift", message)
+            return
+        message = f"Left alone (driftPolicy: Report): {summary}"
+        set_condition(
+            conditions, TYPE_DRIFTED, TRUE, REASON_DRIFT_DETECTED, message, generation=generation
+        )
+        self._warn(bd, REASON_DRIFT_DETECTED, message)
+
+    def _cached_object(self, ref: ObjectRef) -> dict[str, Any] | None:
+        """A managed object from the shared caches, if they hold it (health reads it there)."""
+        if self.managed is None:
+            return None
+        _, obj = self.managed.cached(ref)
+        return obj
 
     # -- identities --------------------------------------------------------------------------
 

@@ -4,11 +4,13 @@
 reason, so the condition message names the failing object (``Deployment ns/name: ...``). The
 rules follow kstatus: workloads rolled out and available, CRDs Established, APIServices Available,
 and any object with a ``Ready`` condition Ready. Objects without a notion of health are healthy.
+Called by the BundleDeployment controller on every reconcile, reading the shared informer caches
+of managed objects when it has them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from pivoter.controllers.conditions import find
@@ -85,10 +87,24 @@ def object_health(obj: Mapping[str, Any]) -> str | None:
     return None
 
 
-def check(kube: Kube, refs: Iterable[ObjectRef]) -> list[tuple[ObjectRef, str]]:
-    """Read every object of ``refs`` and return those that are unhealthy, with the reason."""
+def check(
+    kube: Kube,
+    refs: Iterable[ObjectRef],
+    *,
+    read: Callable[[ObjectRef], Mapping[str, Any] | None] | None = None,
+) -> list[tuple[ObjectRef, str]]:
+    """Read every object of ``refs`` and return those that are unhealthy, with the reason.
+
+    ``read`` answers from a cache (the shared informers) when it can; None sends a GET.
+    """
     failing: list[tuple[ObjectRef, str]] = []
     for ref in refs:
+        cached = read(ref) if read is not None else None
+        if cached is not None:
+            reason = object_health(cached)
+            if reason:
+                failing.append((ref, reason))
+            continue
         try:
             resource = kube.resource(ref.api_version, ref.kind)
             obj = kube.get(resource, ref.name, ref.namespace or None)

@@ -1,8 +1,10 @@
 """Wiring for ``pivoter run``: the Bundle and BundleDeployment controllers on one content store.
 
-``setup(manager, ...)`` creates both controllers with their watches (BundleDeployments, and
-Bundles mapped to the BundleDeployment that owns them) and returns the Bundle reconciler, which
-the content server uses to serve (and, after a failover, re-unpack) content.
+``setup(manager, ...)`` creates both controllers with their watches (BundleDeployments, Bundles
+mapped to the BundleDeployment that owns them, and one shared informer per kind of installed
+object, added as inventories name new kinds, for drift correction; see
+:mod:`pivoter.controllers.managedobjects`) and returns the Bundle reconciler, which the content
+server uses to serve (and, after a failover, re-unpack) content.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pivoter.apis import rukpak
 from pivoter.controller.manager import Manager
 from pivoter.controllers.bundle import BUNDLES, BundleReconciler
 from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS, BundleDeploymentReconciler
+from pivoter.controllers.managedobjects import ManagedObjects
 from pivoter.kube import EventRecorder, Object
 from provisioners.store import BundleStore
 
@@ -35,13 +38,22 @@ def setup(
     content_url_base: str = "",
     recorder: EventRecorder | None = None,
     workers: int = 2,
+    health_interval_seconds: float = 10.0,
+    full_check_interval_seconds: float = 600.0,
 ) -> BundleReconciler:
     """Register the Bundle and BundleDeployment controllers; return the Bundle reconciler."""
     store = BundleStore(store_dir)
     bundles = BundleReconciler(
         manager.kube, store, system_namespace=namespace, content_url_base=content_url_base
     )
-    deployments = BundleDeploymentReconciler(manager.kube, store, bundles, recorder=recorder)
+    deployments = BundleDeploymentReconciler(
+        manager.kube,
+        store,
+        bundles,
+        recorder=recorder,
+        health_interval_seconds=health_interval_seconds,
+        full_check_interval_seconds=full_check_interval_seconds,
+    )
     bundle_informer = manager.informer_for(BUNDLES)
     bundle_controller = manager.controller("bundles", bundles.reconcile, workers=workers)
     bundle_controller.watch(bundle_informer)
@@ -50,4 +62,5 @@ def setup(
     )
     deployment_controller.watch(manager.informer_for(BUNDLE_DEPLOYMENTS))
     deployment_controller.watch(bundle_informer, _owning_bundle_deployment)
+    deployments.managed = ManagedObjects(manager, deployment_controller)
     return bundles

@@ -1,0 +1,87 @@
+"""The objects one BundleDeployment installs: its stored bundle converted by its class's format.
+
+Called by the BundleDeployment controller (:mod:`pivoter.controllers.bundledeployment`) before
+every apply and drift check. For ``registry+v1`` it passes a lookup of the live webhook
+certificate Secrets (read with the BundleDeployment's own identity, so a service account never
+learns more than it may read), which keeps valid certificates byte for byte and so makes the
+output stable; objects of optional kinds (ServiceMonitor, PrometheusRule, console kinds...)
+whose CRDs the cluster does not serve are left out with a note. Other formats convert as they
+are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from provisioners.apply.kubeapi import Forbidden, KubeAPI, NotFound
+from provisioners.formats import BundleFormat
+from provisioners.formats.registry_v1 import RegistryV1
+
+__all__ = ["BundleContent", "convert"]
+
+
+@dataclass(frozen=True)
+class BundleContent:
+    """What to apply, and what the conversion decided on the way."""
+
+    objects: list[dict[str, Any]]
+    notes: list[str] = field(default_factory=list)
+    """Human-readable facts for the ``Installed`` message (skipped kinds, ...)."""
+    rotated: list[str] = field(default_factory=list)
+    """Webhook certificates this conversion (re)issued, with the reason: a planned change."""
+
+
+def convert(
+    bundle_format: BundleFormat,
+    root: Path,
+    config: Mapping[str, Any],
+    api: KubeAPI,
+) -> BundleContent:
+    """Convert the bundle at ``root``; raise the format's ``FormatError`` when it is invalid."""
+    if not isinstance(bundle_format, RegistryV1):
+        return BundleContent(objects=bundle_format.convert(root, config).objects)
+
+    def lookup(namespace: str, name: str) -> Mapping[str, Any] | None:
+        try:
+            return api.request("GET", f"/api/v1/namespaces/{namespace}/secrets/{name}")
+        except (NotFound, Forbidden):
+            return None  # a new certificate is issued, as on a first install
+
+    conversion = bundle_format.convert_bundle(root, config, lookup=lookup)
+    objects, notes = _without_unserved_optional_kinds(
+        conversion.objects, set(conversion.optional_kinds), api
+    )
+    rotated = [
+        f"{deployment}: {plan.reason}"
+        for deployment, plan in sorted(conversion.certificates.items())
+        if plan.rotated
+    ]
+    return BundleContent(objects=objects, notes=notes + conversion.warnings, rotated=rotated)
+
+
+def _without_unserved_optional_kinds(
+    objects: list[dict[str, Any]], optional: set[str], api: KubeAPI
+) -> tuple[list[dict[str, Any]], list[str]]:
+    if not optional:
+        return objects, []
+    unserved: set[str] = set()
+    for api_kind in optional:
+        api_version, _, kind = api_kind.rpartition("/")
+        try:
+            api.resource(api_version, kind)
+        except NotFound:
+            unserved.add(api_kind)
+    kept, notes = [], []
+    for obj in objects:
+        api_kind = f"{obj.get('apiVersion')}/{obj.get('kind')}"
+        if api_kind in unserved:
+            notes.append(
+                f"skipped {obj['kind']} {obj['metadata']['name']}: {api_kind} is not served "
+                "here (its CRD is not installed)"
+            )
+        else:
+            kept.append(obj)
+    return kept, notes
