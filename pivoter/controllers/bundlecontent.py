@@ -5,19 +5,21 @@ every apply and drift check. For ``registry+v1`` it passes a lookup of the live 
 certificate Secrets (read with the BundleDeployment's own identity, so a service account never
 learns more than it may read), which keeps valid certificates byte for byte and so makes the
 output stable; objects of optional kinds (ServiceMonitor, PrometheusRule, console kinds...)
-whose CRDs the cluster does not serve are left out with a note. Other formats convert as they
-are.
+whose CRDs the cluster does not serve are left out with a note. For ``helm`` it passes the
+cluster's version and API versions as the chart's capabilities and a reader for ``valuesFrom``
+(same identity). Other formats convert as they are.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from provisioners.apply.kubeapi import Forbidden, KubeAPI, NotFound
 from provisioners.formats import BundleFormat
+from provisioners.formats.helm import Capabilities, HelmFormat
 from provisioners.formats.registry_v1 import RegistryV1
 
 __all__ = ["BundleContent", "convert"]
@@ -41,6 +43,8 @@ def convert(
     api: KubeAPI,
 ) -> BundleContent:
     """Convert the bundle at ``root``; raise the format's ``FormatError`` when it is invalid."""
+    if isinstance(bundle_format, HelmFormat):
+        return _render_chart(bundle_format, root, config, api)
     if not isinstance(bundle_format, RegistryV1):
         return BundleContent(objects=bundle_format.convert(root, config).objects)
 
@@ -85,3 +89,29 @@ def _without_unserved_optional_kinds(
         else:
             kept.append(obj)
     return kept, notes
+
+
+def cluster_capabilities(api: KubeAPI) -> Capabilities:
+    """The API server's version and served group/versions, as ``helm template`` takes them."""
+    version = str(api.request("GET", "/version").get("gitVersion") or "")
+    group_versions = ["v1"]
+    for group in api.request("GET", "/apis").get("groups") or []:
+        group_versions += [str(v["groupVersion"]) for v in group.get("versions") or []]
+    return Capabilities(kube_version=version, api_versions=tuple(sorted(set(group_versions))))
+
+
+def _render_chart(
+    helm: HelmFormat, root: Path, config: Mapping[str, Any], api: KubeAPI
+) -> BundleContent:
+    def lookup(kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+        plural = "configmaps" if kind == "ConfigMap" else "secrets"
+        try:
+            return api.request("GET", f"/api/v1/namespaces/{namespace}/{plural}/{name}")
+        except (NotFound, Forbidden):
+            return None
+
+    capabilities = cluster_capabilities(api)
+    rendered = replace(helm, capabilities=lambda: capabilities).render(root, config, lookup=lookup)
+    meta = rendered.metadata
+    note = f"chart {meta['chart']} {meta['chartVersion']} rendered as release {meta['release']}"
+    return BundleContent(objects=rendered.objects, notes=[note])

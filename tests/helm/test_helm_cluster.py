@@ -100,7 +100,13 @@ def chart_repo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield f"{url}/charts.git"
 
 
-def _helm_bd(h: Harness, source: dict[str, Any], values: str | None = None, name: str = "") -> str:
+def _helm_bd(
+    h: Harness,
+    source: dict[str, Any],
+    values: str | None = None,
+    name: str = "",
+    **config_extra: Any,
+) -> str:
     name = name or unique_name("hbd")
     spec: dict[str, Any] = {
         "provisionerClassName": "core-rukpak-io-helm",
@@ -109,7 +115,7 @@ def _helm_bd(h: Harness, source: dict[str, Any], values: str | None = None, name
     config: dict[str, Any] = {"installNamespace": h.system_namespace, "releaseName": name}
     if values is not None:
         config["values"] = values
-    spec["config"] = config
+    spec["config"] = {**config, **config_extra}
     h.kube.create(
         BUNDLE_DEPLOYMENTS,
         {
@@ -146,6 +152,8 @@ def test_install_from_a_url_with_values_then_prune_on_update(
     config = _get(h, "v1", "ConfigMap", f"{name}-config")
     assert config is not None
     assert config["data"]["greeting"] == "from values"
+    # The chart saw the cluster's own version as .Capabilities.KubeVersion.
+    assert config["data"]["kubeVersion"].startswith("v1.36.")
     assert _get(h, "v1", "ConfigMap", f"{name}-extra") is not None
     # No Helm release storage: pivoter applies the objects itself.
     secrets, _ = h.kube.list(h.kube.resource("v1", "Secret"), h.system_namespace)
@@ -215,3 +223,30 @@ def test_chart_from_git(harness: Harness, chart_repo: str, branch: str, director
     name = _helm_bd(h, {"type": "git", "git": git_source})
     h.converge(name, _installed, what="Installed")
     assert _get(h, "apps/v1", "Deployment", f"{name}-web") is not None
+
+
+def test_values_from_a_config_map(harness: Harness, charts_url: str) -> None:
+    h = harness
+    h.kube.create(
+        h.kube.resource("v1", "ConfigMap"),
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "chart-values"},
+            "data": {"values.yaml": "greeting: from a ConfigMap\nreplicas: 3\n"},
+        },
+        namespace=h.system_namespace,
+    )
+    name = _helm_bd(
+        h,
+        {"type": "http", "http": {"url": f"{charts_url}/simple.tgz"}},
+        values="replicas: 2",
+        valuesFrom=[{"kind": "ConfigMap", "name": "chart-values"}],
+    )
+    h.converge(name, _installed, what="Installed")
+    config = _get(h, "v1", "ConfigMap", f"{name}-config")
+    assert config is not None
+    assert config["data"]["greeting"] == "from a ConfigMap"
+    deployment = _get(h, "apps/v1", "Deployment", f"{name}-web")
+    assert deployment is not None
+    assert deployment["spec"]["replicas"] == 2  # inline values win over valuesFrom
