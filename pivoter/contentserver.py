@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import logging
 import re
-import ssl
-import threading
 from collections.abc import Callable
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 from pivoter.controllers.bundle import BUNDLES, BundleReconciler
+from pivoter.httpserving import BackgroundHTTPServer
 from pivoter.kube import Kube, KubeError, NotFound, Resource
 from provisioners.store import StoreError
 
@@ -96,35 +95,29 @@ class ContentServer:
         self.kube = kube
         self.bundles = bundles
         self.authorize: Authorizer = authorize or KubeAuthorizer(kube)
-        handler = _handler(self)
-        self.httpd = ThreadingHTTPServer((host, port), handler)
-        self.httpd.daemon_threads = True
-        self.scheme = "http"
-        if tls_cert is not None and tls_key is not None:
-            # Bearer tokens cross this connection: serve TLS whenever a certificate is given.
-            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-            context.minimum_version = ssl.TLSVersion.TLSv1_2
-            context.load_cert_chain(tls_cert, tls_key)
-            self.httpd.socket = context.wrap_socket(self.httpd.socket, server_side=True)
-            self.scheme = "https"
-        self._thread: threading.Thread | None = None
+        # Bearer tokens cross this connection: serve TLS whenever a certificate is given.
+        self.server = BackgroundHTTPServer(
+            _handler(self),
+            host=host,
+            port=port,
+            name="content-server",
+            tls_cert=tls_cert,
+            tls_key=tls_key,
+        )
+        self.scheme = self.server.scheme
 
     @property
     def port(self) -> int:
         """The bound port (useful with port 0)."""
-        return int(self.httpd.server_address[1])
+        return self.server.port
 
     def start(self) -> None:
         """Serve in a background thread."""
-        self._thread = threading.Thread(
-            target=self.httpd.serve_forever, name="content-server", daemon=True
-        )
-        self._thread.start()
+        self.server.start()
 
     def stop(self) -> None:
         """Stop serving and close the socket."""
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.server.stop()
 
     def bundle_digest(self, name: str) -> str | None:
         """The store key of Bundle ``name``'s content, unpacking it again if the store lacks it."""

@@ -16,7 +16,7 @@ from kubernetes.client.exceptions import ApiException
 
 from provisioners.apply.applier import Applier, Owner
 from provisioners.apply.kubeapi import KubeAPI
-from tests.cluster import TestCluster, env_kubeconfig, session_labels, unique_name
+from tests.cluster import TestCluster, env_kubeconfig, session_labels, unique_name, wait_for
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -59,11 +59,26 @@ def namespace(cluster: TestCluster) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def rukpak_crds(cluster: TestCluster) -> None:
-    """The core.rukpak.io CRDs from crds/, applied once per session."""
+def crds(cluster: TestCluster) -> None:
+    """Every CRD of crds/, applied once per session under one owner (so fixtures never contend
+    for them) and Established."""
     api = KubeAPI(cluster.api_client())
-    objects = [
-        yaml.safe_load((REPO / "crds" / name).read_text())
-        for name in ("core.rukpak.io_bundles.yaml", "core.rukpak.io_bundledeployments.yaml")
-    ]
-    Applier(api, Owner("Test", "rukpak-crds")).apply(objects)
+    objects = [yaml.safe_load(path.read_text()) for path in sorted((REPO / "crds").glob("*.yaml"))]
+    Applier(api, Owner("Test", "crds")).apply(objects)
+
+    def established() -> bool:
+        for obj in objects:
+            path = (
+                f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{obj['metadata']['name']}"
+            )
+            conditions = (api.request("GET", path).get("status") or {}).get("conditions") or []
+            if not any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
+                return False
+        return True
+
+    wait_for(established, timeout=60, what="the CRDs of crds/ to be Established")
+
+
+@pytest.fixture(scope="session")
+def rukpak_crds(crds: None) -> None:
+    """The core.rukpak.io CRDs (part of :func:`crds`)."""

@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import json
 import logging
-import ssl
-import threading
 from collections.abc import Mapping
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 from pivoter.controllers.bundle import BUNDLES
+from pivoter.httpserving import BackgroundHTTPServer
 from pivoter.kube import Kube, KubeError, NotFound, Resource
 from pivoter.webhook.bundledeployments import validate_bundle_deployment
 from pivoter.webhook.bundles import validate_bundle
@@ -63,30 +62,22 @@ class WebhookServer:
             PATHS["configmaps"]: self._config_map,
             PATHS["bundledeployments"]: lambda r: validate_bundle_deployment(r, self.can),
         }
-        self.httpd = ThreadingHTTPServer((host, port), _handler(self))
-        self.httpd.daemon_threads = True
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.minimum_version = ssl.TLSVersion.TLSv1_2
-        context.load_cert_chain(cert, key)
-        self.httpd.socket = context.wrap_socket(self.httpd.socket, server_side=True)
-        self._thread: threading.Thread | None = None
+        self.server = BackgroundHTTPServer(
+            _handler(self), host=host, port=port, name="webhook-server", tls_cert=cert, tls_key=key
+        )
 
     @property
     def port(self) -> int:
         """The bound port."""
-        return int(self.httpd.server_address[1])
+        return self.server.port
 
     def start(self) -> None:
         """Serve in a background thread."""
-        self._thread = threading.Thread(
-            target=self.httpd.serve_forever, name="webhook-server", daemon=True
-        )
-        self._thread.start()
+        self.server.start()
 
     def stop(self) -> None:
         """Stop serving and close the socket."""
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.server.stop()
 
     # -- lookups -----------------------------------------------------------------------------
 

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from pivoter.catalogs import (
     CATALOGS,
@@ -31,8 +30,6 @@ from pivoter.catalogserver.grpcserver import build_server
 from pivoter.catalogserver.httpserver import CatalogHTTPServer
 from pivoter.catalogserver.reload import Reloader
 from pivoter.kube import Kube, NotFound, Resource, load_client
-from provisioners.apply.applier import Applier, Owner
-from provisioners.apply.kubeapi import KubeAPI
 from tests.catalogs.helpers import copy_base
 from tests.cluster import TestCluster, session_labels, unique_name, wait_for
 
@@ -40,14 +37,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="session")
-def pivoter_crds(cluster: TestCluster) -> None:
-    """The pivoter.io CRDs (Catalog, Resolution), applied once per session."""
-    api = KubeAPI(cluster.api_client())
-    objects = [
-        yaml.safe_load((REPO / "crds" / name).read_text())
-        for name in ("pivoter.io_catalogs.yaml", "pivoter.io_resolutions.yaml")
-    ]
-    Applier(api, Owner("Test", "pivoter-crds")).apply(objects)
+def pivoter_crds(crds: None) -> None:
+    """The pivoter.io CRDs (Catalog, Resolution): part of the root ``crds`` fixture."""
 
 
 @pytest.fixture

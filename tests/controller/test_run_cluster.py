@@ -101,7 +101,8 @@ class Daemon:
 
 
 @pytest.fixture
-def daemons() -> Iterator[list[Daemon]]:
+def daemons(crds: None) -> Iterator[list[Daemon]]:
+    """Daemons started by a test, killed at its end (pivoter run needs the CRDs of crds/)."""
     started: list[Daemon] = []
     yield started
     for daemon in started:

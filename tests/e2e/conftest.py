@@ -16,12 +16,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 
 from pivoter.kube import Kube, NotFound, load_client
-from provisioners.apply.applier import Applier, Owner
-from provisioners.apply.kubeapi import KubeAPI
-from tests.cluster import TestCluster, session_labels, unique_name, wait_for
+from tests.cluster import TestCluster, session_labels, unique_name
 from tests.e2e.daemon import Daemon
 from tests.e2e.helpers import E2E, NAMESPACES, make_bundle_repo
 from tests.provisioners.git_servers import Repo, git, serve_git_http
@@ -42,22 +39,8 @@ def admin(cluster: TestCluster) -> Iterator[Kube]:
 
 
 @pytest.fixture(scope="package")
-def all_crds(cluster: TestCluster, admin: Kube) -> None:
+def all_crds(crds: None) -> None:
     """Every CRD in crds/ (the daemon's informers watch all of them), Established."""
-    objects = [yaml.safe_load(path.read_text()) for path in sorted((REPO / "crds").glob("*.yaml"))]
-    Applier(KubeAPI(cluster.api_client()), Owner("Test", "e2e-crds")).apply(objects)
-    crds = admin.resource("apiextensions.k8s.io/v1", "CustomResourceDefinition")
-
-    def established() -> bool:
-        for obj in objects:
-            conditions = (admin.get(crds, obj["metadata"]["name"]).get("status") or {}).get(
-                "conditions"
-            ) or []
-            if not any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
-                return False
-        return True
-
-    wait_for(established, timeout=60, what="the CRDs to be Established")
 
 
 @pytest.fixture(scope="package")
