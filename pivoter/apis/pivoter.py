@@ -232,6 +232,10 @@ def resolution_crd() -> Schema:
             "lastAttemptedRevision": integer("The ResolveSet revision last pivoted to."),
             "lastSuccessfulRevision": integer("The last revision that became Healthy."),
             "pendingPlan": free_form("With Manual approval: the plan waiting for approval."),
+            "pivot": free_form(
+                "pivoter: the grouped pivot in progress or last finished (phase, target and "
+                "previous revision, failed bundle); a restarted daemon resumes from it."
+            ),
         },
     )
     return crd(

@@ -6,7 +6,7 @@ installs it through the same path as a Resolution.
 
 from __future__ import annotations
 
-from pivoter.apis._schema import Schema, column, conditions, crd, obj, string
+from pivoter.apis._schema import Schema, column, conditions, crd, free_form, integer, obj, string
 
 GROUP = "platform.openshift.io"
 VERSION = "v1alpha1"
@@ -48,6 +48,14 @@ def platform_operator_crd() -> Schema:
                 "The BundleDeployment that installs the package.",
                 {"name": string("Its name.")},
                 required=["name"],
+            ),
+            "observedGeneration": integer("pivoter: the generation last processed."),
+            "activeRevision": integer("pivoter: the ResolveSet revision installed now."),
+            "lastAttemptedRevision": integer("pivoter: the ResolveSet revision last pivoted to."),
+            "lastSuccessfulRevision": integer("pivoter: the last revision that became Healthy."),
+            "pivot": free_form(
+                "pivoter: the grouped pivot in progress or last finished; a restarted daemon "
+                "resumes from it."
             ),
         },
     )

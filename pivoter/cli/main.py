@@ -11,11 +11,21 @@ import sys
 from collections.abc import Sequence
 
 from pivoter import __version__
-from pivoter.cli import catalog, history, resolve, run, version
+from pivoter.cli import (
+    approve,
+    catalog,
+    history,
+    plan,
+    resolve,
+    rollback,
+    run,
+    unpin,
+    version,
+)
 from pivoter.cli.exitcodes import EPILOG, ExitCode
 from pivoter.cli.output import error
 
-COMMANDS = (run, resolve, catalog, history, version)
+COMMANDS = (run, resolve, catalog, history, rollback, unpin, plan, approve, version)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import socket
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
-from pivoter import catalogs, controllers
+from pivoter import catalogs, controllers, platformoperators, resolutions, resolvesets
 from pivoter.cli._common import Subparsers, add_command
 from pivoter.cli.exitcodes import ExitCode
 from pivoter.cli.output import error
@@ -27,11 +30,14 @@ from pivoter.kube import (
     Kube,
     KubeConfigError,
     KubeError,
+    NotFound,
+    Resource,
     Unavailable,
     load_client,
 )
 from pivoter.observability import EndpointsError, Metrics, parse_address, setup_logging
 from pivoter.observability.logs import LEVELS
+from pivoter.pivot import PivotRecord
 
 log = logging.getLogger("pivoter.run")
 
@@ -39,6 +45,9 @@ IN_CLUSTER_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/names
 DEFAULT_NAMESPACE = "pivoter-system"
 DEFAULT_LEASE = "pivoter-leader.pivoter.io"
 DEFAULT_STORE = Path("/var/cache/pivoter/bundles")
+PAUSE_PIVOT_ENV = "PIVOTER_TEST_PAUSE_PIVOT_AT"
+"""Tests only: the pivot phase (docs/pivot.md) at which to block every pivot, to kill the
+daemon there."""
 
 
 def register(subparsers: Subparsers) -> None:
@@ -103,6 +112,13 @@ def register(subparsers: Subparsers) -> None:
         "--content-url",
         default="",
         help="base URL clients reach the content server at, written to status.contentURL",
+    )
+    parser.add_argument(
+        "--platform-operator-service-account",
+        default="",
+        metavar="NAMESPACE/NAME",
+        help="the service account that installs PlatformOperators' bundles (default: pivoter's "
+        "own identity)",
     )
     add_webhook_flags(parser)
     parser.set_defaults(handler=run)
@@ -185,7 +201,29 @@ def _setup_product(manager: Manager, args: argparse.Namespace, namespace: str) -
         # it themselves (their informers retry), so start without those two readers.
         log.warning("API server unreachable at start (%s): not reading OLM/catalogd catalogs", exc)
         read_olm = False
-    catalogs.setup(manager, namespace=namespace, recorder=recorder, read_olm=read_olm)
+    cache = catalogs.setup(manager, namespace=namespace, recorder=recorder, read_olm=read_olm)
+    revisions = resolvesets.setup(manager, namespace=namespace)
+    # An input kind whose CRD is not installed would keep the informers from ever syncing (and
+    # every controller from starting): set up only the served ones (all of them when the API
+    # server cannot be asked; deploy/ installs every CRD).
+    inputs = []
+    if not read_olm or _served(manager, resolutions.RESOLUTIONS):
+        inputs.append(resolutions.setup(manager, cache=cache, store=revisions, recorder=recorder))
+    if not read_olm or _served(manager, platformoperators.PLATFORM_OPERATORS):
+        operators = platformoperators.setup(
+            manager,
+            cache=cache,
+            store=revisions,
+            settings=platformoperators.Settings(
+                service_account=_service_account(args.platform_operator_service_account)
+            ),
+            recorder=recorder,
+        )
+        inputs.append(operators)
+    pause_at = os.environ.get(PAUSE_PIVOT_ENV, "")
+    if pause_at:
+        for reconciler in inputs:
+            reconciler.engine.on_transition = _pause_hook(pause_at)
     controllers.register(manager)
     servers: list[Server] = []
     content = parse_address(args.content_bind_address)
@@ -197,6 +235,40 @@ def _setup_product(manager: Manager, args: argparse.Namespace, namespace: str) -
     if webhook is not None:
         servers.append(webhook)
     return servers
+
+
+def _pause_hook(phase: str) -> Callable[[PivotRecord], None]:
+    """Fault-injection hook for tests: block the pivot right after it entered ``phase`` (and
+    the phase was persisted), so that a test can kill the daemon exactly there."""
+
+    def hook(record: PivotRecord) -> None:
+        if record.phase.value == phase:
+            log.warning(
+                "%s=%s: pausing the pivot to revision %d", PAUSE_PIVOT_ENV, phase, record.revision
+            )
+            threading.Event().wait()
+
+    return hook
+
+
+def _served(manager: Manager, resource: Resource) -> bool:
+    try:
+        manager.kube.resource(resource.api_version, resource.kind)
+    except NotFound:
+        log.warning(
+            "%s is not served (its CRD is not installed): not running its controller", resource.kind
+        )
+        return False
+    return True
+
+
+def _service_account(text: str) -> dict[str, str] | None:
+    if not text:
+        return None
+    namespace, sep, name = text.partition("/")
+    if not sep or not namespace or not name:
+        raise ValueError(f"--platform-operator-service-account {text!r}: expected NAMESPACE/NAME")
+    return {"namespace": namespace, "name": name}
 
 
 def _own_namespace() -> str:

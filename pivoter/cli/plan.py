@@ -1,0 +1,70 @@
+"""``pivoter plan INPUT``: what the next pivot of an input would do, without doing it.
+
+Shows the plan the controller published (``status.pendingPlan``: a Manual input waiting for
+approval, or a paused one); otherwise compares the newest stored revision with the active one.
+It does not resolve: the daemon's catalog cache is not reachable from the command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from pivoter.cli._common import Subparsers, add_command
+from pivoter.cli._inputs import Target, add_input_arguments, run_on_input
+from pivoter.cli.exitcodes import ExitCode
+from pivoter.cli.output import emit
+from pivoter.resolutions import plan, summary
+from resolver.resolveset import ResolveSetError
+
+__all__ = ["register", "run"]
+
+
+def register(subparsers: Subparsers) -> None:
+    """Add the ``plan`` command."""
+    parser = add_command(
+        subparsers, "plan", "show what the next pivot of an input would do, without doing it"
+    )
+    add_input_arguments(parser)
+    parser.set_defaults(handler=run)
+
+
+def current_plan(target: Target) -> dict[str, Any]:
+    """The pending plan, or the newest revision against the active one (``pending: False``
+    when nothing would change)."""
+    pending = target.status.get("pendingPlan")
+    if pending:
+        return {**pending, "pending": True}
+    latest = target.store.latest(target.ref)
+    active_number = target.status.get("activeRevision")
+    if latest is None or latest.number == active_number:
+        return {
+            "revision": active_number,
+            "pending": False,
+            "added": [],
+            "changed": [],
+            "removed": [],
+        }
+    active = target.store.get(target.ref, active_number) if active_number else None
+    try:
+        before = active.resolveset() if active is not None else None
+        data = plan(before, latest.resolveset(), revision=latest.number, active=active_number)
+    except ResolveSetError as exc:
+        return {"revision": latest.number, "pending": False, "problem": str(exc)}
+    return {**data, "pending": True}
+
+
+def _human(data: dict[str, Any]) -> str:
+    if not data.get("pending"):
+        return f"nothing to do: revision {data.get('revision')} is active"
+    return f"revision {data['revision']} (from {data.get('fromRevision')}): {summary(data)}"
+
+
+def run(args: argparse.Namespace) -> int:
+    """Handle ``pivoter plan``."""
+
+    def body(target: Target) -> int:
+        emit(current_plan(target), args.output, _human)
+        return int(ExitCode.OK)
+
+    return run_on_input(args, body)

@@ -1,0 +1,56 @@
+"""The grouped pivot: install one ResolveSet revision of an input as one group of child
+BundleDeployments, and revert the whole group to the last successful revision on failure.
+
+:class:`PivotMachine` is the state machine (docs/pivot.md), :class:`Children` the child
+BundleDeployments it writes and reads, :mod:`pivoter.pivot.naming` their names within rukpak's
+45-character limit. Called by the Resolution and PlatformOperator controllers
+(:mod:`pivoter.resolutions.engine`).
+"""
+
+from pivoter.pivot.children import (
+    Children,
+    ChildReport,
+    ChildState,
+    UninstallableBundle,
+    desired_child,
+    state_of,
+)
+from pivoter.pivot.machine import Event, PivotMachine, PivotPlan, StepResult
+from pivoter.pivot.naming import (
+    ANNOTATION_BUNDLE,
+    ANNOTATION_INPUT,
+    ANNOTATION_PACKAGE,
+    ANNOTATION_REVISION,
+    ANNOTATION_VERSION,
+    LABEL_PACKAGE,
+    MAX_CHILD_NAME,
+    child_labels,
+    child_name,
+    children_selector,
+)
+from pivoter.pivot.state import Phase, PivotRecord
+
+__all__ = [
+    "ANNOTATION_BUNDLE",
+    "ANNOTATION_INPUT",
+    "ANNOTATION_PACKAGE",
+    "ANNOTATION_REVISION",
+    "ANNOTATION_VERSION",
+    "LABEL_PACKAGE",
+    "MAX_CHILD_NAME",
+    "ChildReport",
+    "ChildState",
+    "Children",
+    "Event",
+    "Phase",
+    "PivotMachine",
+    "PivotPlan",
+    "PivotRecord",
+    "StepResult",
+    "UninstallableBundle",
+    "child_labels",
+    "child_name",
+    "children_selector",
+    "desired_child",
+    "state_of",
+]

@@ -1,0 +1,227 @@
+"""The child BundleDeployments of an input: build, apply, list, delete, and read their state.
+
+A child installs one bundle of a ResolveSet revision: its template's source is the bundle's image,
+its provisioner class comes from the bundle's media type (recorded in the ResolveSet), it applies
+as the input's service account, and it is owned by the input (controller ownerReference), so
+deleting the input garbage-collects it. What a child reports is summarised as a
+:class:`ChildState` from its ``HasValidBundle``/``Installed``/``Healthy`` conditions, counted only
+when computed for the child's current generation. Used by :mod:`pivoter.pivot.machine` and the
+input controllers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pivoter.apis import rukpak
+from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS
+from pivoter.controllers.conditions import FALSE, TRUE, find
+from pivoter.kube import Conflict, Kube, NotFound, Object
+from pivoter.pivot.naming import (
+    ANNOTATION_BUNDLE,
+    ANNOTATION_INPUT,
+    ANNOTATION_PACKAGE,
+    ANNOTATION_REVISION,
+    ANNOTATION_VERSION,
+    child_labels,
+    child_name,
+    children_selector,
+)
+from pivoter.resolvesets import InputRef
+from resolver.resolveset import Entry
+
+__all__ = [
+    "ChildReport",
+    "ChildState",
+    "Children",
+    "UninstallableBundle",
+    "desired_child",
+    "state_of",
+]
+
+FAILED_INSTALL_REASONS = frozenset(
+    {
+        rukpak.REASON_INSTALL_FAILED,
+        rukpak.REASON_UPGRADE_FAILED,
+        rukpak.REASON_BUNDLE_LOAD_FAILED,
+    }
+)
+
+
+class UninstallableBundle(ValueError):
+    """A bundle of the ResolveSet that pivoter cannot install (e.g. the catalog names no image);
+    the pivot fails on it and the message says what the catalog must provide."""
+
+    def __init__(self, bundle: str, message: str) -> None:
+        super().__init__(message)
+        self.bundle = bundle
+
+
+class ChildState(enum.Enum):
+    """Where one child BundleDeployment stands for its current spec."""
+
+    MISSING = "Missing"
+    PENDING = "Pending"
+    UNPACK_PENDING = "UnpackPending"
+    UNHEALTHY = "Unhealthy"
+    FAILED = "Failed"
+    READY = "Ready"
+
+
+@dataclass(frozen=True, slots=True)
+class ChildReport:
+    """A child's state and the message that explains it (the child's own words)."""
+
+    package: str
+    name: str
+    state: ChildState
+    message: str
+    reason: str = ""
+
+
+def desired_child(
+    ref: InputRef,
+    entry: Entry,
+    *,
+    revision: int,
+    owner: Mapping[str, Any],
+    service_account: Mapping[str, str] | None = None,
+    primary: bool = False,
+) -> Object:
+    """The child BundleDeployment that installs ``entry`` of revision ``revision``."""
+    if not entry.image:
+        raise UninstallableBundle(
+            entry.bundle,
+            f"bundle {entry.bundle} of package {entry.package} has no image; the catalog must "
+            "name the bundle image for pivoter to install it",
+        )
+    name = child_name(ref, entry.package, primary=primary)
+    labels = child_labels(ref, entry.package)
+    source = {"type": rukpak.SOURCE_IMAGE, "image": {"ref": entry.image}}
+    spec: dict[str, Any] = {
+        "provisionerClassName": entry.provisioner_class,
+        "template": {
+            "metadata": {"labels": dict(labels)},
+            "spec": {"provisionerClassName": entry.provisioner_class, "source": source},
+        },
+    }
+    if service_account:
+        spec["serviceAccount"] = {
+            "name": service_account["name"],
+            "namespace": service_account["namespace"],
+        }
+    metadata = owner.get("metadata") or {}
+    return {
+        "apiVersion": rukpak.API_VERSION,
+        "kind": "BundleDeployment",
+        "metadata": {
+            "name": name,
+            "labels": labels,
+            "annotations": {
+                ANNOTATION_INPUT: str(ref),
+                ANNOTATION_PACKAGE: entry.package,
+                ANNOTATION_BUNDLE: entry.bundle,
+                ANNOTATION_VERSION: entry.version,
+                ANNOTATION_REVISION: str(revision),
+            },
+            "ownerReferences": [
+                {
+                    "apiVersion": str(owner.get("apiVersion") or ""),
+                    "kind": ref.kind,
+                    "name": ref.name,
+                    "uid": str(metadata.get("uid") or ""),
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "spec": spec,
+    }
+
+
+def state_of(bd: Mapping[str, Any]) -> tuple[ChildState, str, str]:
+    """The state of one child for its current generation, with the reason and message."""
+    generation = int((bd.get("metadata") or {}).get("generation") or 0)
+    conditions = (bd.get("status") or {}).get("conditions") or []
+
+    def current(type_: str) -> dict[str, Any] | None:
+        condition = find(conditions, type_)
+        if condition is None or int(condition.get("observedGeneration") or 0) != generation:
+            return None
+        return condition
+
+    valid = current(rukpak.TYPE_HAS_VALID_BUNDLE)
+    installed = current(rukpak.TYPE_INSTALLED)
+    healthy = current(rukpak.TYPE_HEALTHY)
+    if valid is not None and valid.get("status") == FALSE:
+        return ChildState.FAILED, str(valid.get("reason")), str(valid.get("message") or "")
+    if installed is not None and installed.get("status") == FALSE:
+        reason = str(installed.get("reason"))
+        if reason in FAILED_INSTALL_REASONS:
+            return ChildState.FAILED, reason, str(installed.get("message") or "")
+    if installed is not None and installed.get("status") == TRUE:
+        if healthy is not None and healthy.get("status") == TRUE:
+            return ChildState.READY, str(healthy.get("reason")), str(installed.get("message"))
+        message = str((healthy or {}).get("message") or "health not reported yet")
+        return ChildState.UNHEALTHY, str((healthy or {}).get("reason") or ""), message
+    if valid is not None and valid.get("reason") == rukpak.REASON_UNPACK_PENDING:
+        return ChildState.UNPACK_PENDING, rukpak.REASON_UNPACK_PENDING, str(valid.get("message"))
+    return ChildState.PENDING, "", "waiting for the BundleDeployment controller"
+
+
+@dataclass
+class Children:
+    """The child BundleDeployments of one input, read from and written to the API server."""
+
+    kube: Kube
+    ref: InputRef
+
+    def list(self) -> dict[str, Object]:
+        """The input's children by package (read from the API server, not a cache)."""
+        items, _ = self.kube.list(BUNDLE_DEPLOYMENTS, label_selector=children_selector(self.ref))
+        found: dict[str, Object] = {}
+        for bd in items:
+            annotations = bd["metadata"].get("annotations") or {}
+            if annotations.get(ANNOTATION_INPUT) == str(self.ref):
+                found[str(annotations.get(ANNOTATION_PACKAGE) or "")] = bd
+        return found
+
+    def apply(self, desired: Object) -> Object:
+        """Create the child, or update its labels, annotations, owner and spec in place."""
+        name = desired["metadata"]["name"]
+        try:
+            return self.kube.create(BUNDLE_DEPLOYMENTS, desired)
+        except Conflict:
+            pass  # it exists: update it below
+        patch = {"metadata": {k: desired["metadata"][k] for k in ("labels", "annotations")}}
+        patch["metadata"]["ownerReferences"] = desired["metadata"]["ownerReferences"]
+        patch["spec"] = desired["spec"]
+        return self.kube.merge_patch(BUNDLE_DEPLOYMENTS, name, patch)
+
+    def delete(self, name: str) -> None:
+        """Delete one child (its finalizer uninstalls what it installed)."""
+        with contextlib.suppress(NotFound):
+            self.kube.delete(BUNDLE_DEPLOYMENTS, name)
+
+    def orphan(self, name: str) -> None:
+        """Release a child from its input: it keeps running, unowned and unlabelled."""
+        patch = {
+            "metadata": {
+                "ownerReferences": None,
+                "labels": dict.fromkeys(child_labels(self.ref, "x"), None),
+                "annotations": {ANNOTATION_INPUT: None},
+            }
+        }
+        with contextlib.suppress(NotFound):
+            self.kube.merge_patch(BUNDLE_DEPLOYMENTS, name, patch)
+
+    def report(self, package: str, bd: Object | None) -> ChildReport:
+        """The :class:`ChildReport` of ``package``'s child (MISSING when ``bd`` is None)."""
+        if bd is None:
+            return ChildReport(package, "", ChildState.MISSING, "the BundleDeployment is missing")
+        state, reason, message = state_of(bd)
+        return ChildReport(package, str(bd["metadata"]["name"]), state, message, reason)

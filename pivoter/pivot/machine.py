@@ -1,0 +1,314 @@
+"""The grouped pivot as a state machine: observe the children, pick the phase's action, run it.
+
+:meth:`PivotMachine.run` drives one pivot of an input from one ResolveSet revision to another
+(docs/pivot.md has the diagram)::
+
+    Applying -> Waiting -> Pruning -> Succeeded
+                   |
+                   +-- a bundle failed, or the progress deadline passed
+                         -> RollingBack -> RolledBack     (automatic rollback, the default)
+                         -> Failed                        (no rollback, or the rollback failed)
+
+Each transition is persisted through the caller's ``persist`` callback *before* the next
+phase's action runs, and every action is idempotent, so a daemon killed anywhere resumes the
+recorded phase on restart. The machine never decides *whether* to pivot (the input controllers
+do: new selection, approval, pin); it only carries a started pivot to an end. Called by
+:mod:`pivoter.resolutions.engine`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pivoter.kube import Object
+from pivoter.pivot.children import (
+    Children,
+    ChildReport,
+    ChildState,
+    UninstallableBundle,
+    desired_child,
+)
+from pivoter.pivot.naming import ANNOTATION_BUNDLE, ANNOTATION_REVISION
+from pivoter.pivot.state import Phase, PivotRecord
+from pivoter.resolvesets import InputRef
+from resolver.resolveset import Entry, ResolveSet
+
+__all__ = ["Event", "PivotMachine", "PivotPlan", "StepResult"]
+
+log = logging.getLogger(__name__)
+
+POLL_SECONDS = 2.0
+DEFAULT_FAILURE_GRACE = 5.0
+"""How long a child must stay failed, with no other child still pending, before the pivot is
+declared failed: children are applied together, so a consumer may fail once before its
+provider's CRD exists, and the BundleDeployment controller retries it."""
+
+Event = tuple[str, str, str]
+"""(``Normal`` or ``Warning``, reason, message) for the input's Events."""
+
+
+@dataclass(frozen=True, slots=True)
+class PivotPlan:
+    """What one pivot installs, and how."""
+
+    ref: InputRef
+    owner: Mapping[str, Any]
+    target: ResolveSet
+    previous: ResolveSet | None
+    service_account: Mapping[str, str] | None = None
+    primary_package: str = ""
+    deadline_seconds: float = 600.0
+    auto_rollback: bool = True
+
+
+@dataclass(slots=True)
+class StepResult:
+    """Where a call to :meth:`PivotMachine.run` left the pivot."""
+
+    record: PivotRecord
+    requeue_after: float | None = None
+    events: list[Event] = field(default_factory=list)
+    reports: list[ChildReport] = field(default_factory=list)
+
+
+@dataclass
+class PivotMachine:
+    """Carries pivots of one input to an end; see the module docstring."""
+
+    children: Children
+    clock: Callable[[], float] = time.time
+    failure_grace: float = DEFAULT_FAILURE_GRACE
+    on_transition: Callable[[PivotRecord], None] | None = None
+    """Test hook: called after each transition is persisted, before the next action runs."""
+
+    def start(self, revision: int, previous: int | None) -> PivotRecord:
+        """A new pivot to ``revision``, reverting to ``previous`` on failure."""
+        return PivotRecord(Phase.APPLYING, revision, previous, started=self.clock())
+
+    def run(
+        self,
+        plan: PivotPlan,
+        record: PivotRecord,
+        persist: Callable[[PivotRecord], None],
+    ) -> StepResult:
+        """Run phases until the pivot must wait or is over; persist every transition."""
+        result = StepResult(record)
+        for _ in range(len(Phase) + 1):
+            if result.record.phase.terminal:
+                return result
+            before = result.record
+            self._act(plan, result)
+            if result.record == before:
+                return result
+            if result.record.phase != before.phase:
+                log.info(
+                    "%s: pivot to revision %d: %s -> %s",
+                    plan.ref,
+                    before.revision,
+                    before.phase.value,
+                    result.record.phase.value,
+                )
+                result.events.append(_event_for(plan, result.record))
+            persist(result.record)
+            if self.on_transition is not None:
+                self.on_transition(result.record)
+            if result.requeue_after is not None:
+                return result
+        return result
+
+    # -- the actions of each phase -------------------------------------------------------------
+
+    def _act(self, plan: PivotPlan, result: StepResult) -> None:
+        record = result.record
+        result.requeue_after = None
+        if record.phase is Phase.APPLYING:
+            try:
+                desired = [self._desired(plan, e, record.revision) for e in plan.target.entries]
+            except UninstallableBundle as exc:
+                self._fail(plan, result, exc.bundle, str(exc))
+                return
+            for child in desired:
+                self.children.apply(child)
+            result.record = record.to(Phase.WAITING)
+        elif record.phase is Phase.WAITING:
+            self._wait(plan, result)
+        elif record.phase is Phase.PRUNING:
+            keep = {e.package for e in plan.target.entries}
+            if self._prune(keep):
+                result.requeue_after = POLL_SECONDS
+            else:
+                result.record = record.to(Phase.SUCCEEDED, failing_since=None)
+        elif record.phase is Phase.ROLLING_BACK:
+            self._roll_back(plan, result)
+
+    def _wait(self, plan: PivotPlan, result: StepResult) -> None:
+        record = result.record
+        existing = self.children.list()
+        for entry in plan.target.entries:
+            if entry.package not in existing:
+                # Deleted by hand (or never created before a crash): create it again.
+                self.children.apply(self._desired(plan, entry, record.revision))
+        reports = [
+            self.children.report(e.package, existing.get(e.package)) for e in plan.target.entries
+        ]
+        result.reports = reports
+        states = {r.state for r in reports}
+        if states == {ChildState.READY}:
+            result.record = record.to(Phase.PRUNING, failing_since=None)
+            return
+        now = self.clock()
+        failed = [r for r in reports if r.state is ChildState.FAILED]
+        pending = states & {ChildState.PENDING, ChildState.UNPACK_PENDING, ChildState.MISSING}
+        why = ""
+        if failed and not pending:
+            if record.failing_since is None:
+                result.record = record.to(Phase.WAITING, failing_since=now)
+                result.requeue_after = self.failure_grace
+                return
+            if now - record.failing_since >= self.failure_grace:
+                why = _failure_message(plan, failed[0])
+        if not why and now - record.started > plan.deadline_seconds:
+            not_ready = [r for r in reports if r.state is not ChildState.READY]
+            why = f"the progress deadline of {plan.deadline_seconds:.0f}s passed; " + "; ".join(
+                _describe(plan, r) for r in not_ready
+            )
+        if not why:
+            if not failed and record.failing_since is not None:
+                result.record = record.to(Phase.WAITING, failing_since=None)
+            result.requeue_after = POLL_SECONDS
+            return
+        culprit = (failed or [r for r in reports if r.state is not ChildState.READY])[0]
+        self._fail(plan, result, _bundle_of(plan.target, culprit.package), why)
+
+    def _fail(self, plan: PivotPlan, result: StepResult, bundle: str, why: str) -> None:
+        """End the pivot on ``bundle``'s failure: roll back, or stop when that is not possible."""
+        record = result.record
+        now = self.clock()
+        if plan.auto_rollback and plan.previous is not None:
+            result.record = record.to(
+                Phase.ROLLING_BACK,
+                started=now,
+                failing_since=None,
+                failed_bundle=bundle,
+                message=why,
+            )
+        else:
+            suffix = (
+                " (automatic rollback is off)"
+                if not plan.auto_rollback
+                else " (no earlier successful revision to revert to)"
+            )
+            result.record = record.to(
+                Phase.FAILED, failed_bundle=bundle, message=why + suffix, failing_since=None
+            )
+
+    def _roll_back(self, plan: PivotPlan, result: StepResult) -> None:
+        record = result.record
+        assert plan.previous is not None
+        assert record.previous is not None
+        existing = self.children.list()
+        for entry in plan.previous.entries:
+            child = existing.get(entry.package)
+            annotations = (child or {}).get("metadata", {}).get("annotations") or {}
+            if (
+                child is None
+                or annotations.get(ANNOTATION_BUNDLE) != entry.bundle
+                or annotations.get(ANNOTATION_REVISION) != str(record.previous)
+            ):
+                self.children.apply(self._desired(plan, entry, record.previous))
+        keep = {e.package for e in plan.previous.entries}
+        pruning = self._prune(keep)
+        existing = self.children.list()
+        reports = [
+            self.children.report(e.package, existing.get(e.package)) for e in plan.previous.entries
+        ]
+        result.reports = reports
+        if not pruning and all(r.state is ChildState.READY for r in reports):
+            result.record = record.to(Phase.ROLLED_BACK)
+            return
+        if self.clock() - record.started > plan.deadline_seconds:
+            not_ready = "; ".join(
+                _describe(plan, r) for r in reports if r.state is not ChildState.READY
+            )
+            result.record = record.to(
+                Phase.FAILED,
+                message=f"{record.message}; the rollback to revision {record.previous} did not "
+                f"complete within {plan.deadline_seconds:.0f}s: {not_ready or 'pruning'}",
+            )
+            return
+        result.requeue_after = POLL_SECONDS
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _desired(self, plan: PivotPlan, entry: Entry, revision: int) -> Object:
+        return desired_child(
+            plan.ref,
+            entry,
+            revision=revision,
+            owner=plan.owner,
+            service_account=plan.service_account,
+            primary=entry.package == plan.primary_package,
+        )
+
+    def _prune(self, keep: set[str]) -> bool:
+        """Delete children whose package is not in ``keep``; True while any still exist."""
+        leftovers = {p: bd for p, bd in self.children.list().items() if p not in keep}
+        for bd in leftovers.values():
+            if not bd["metadata"].get("deletionTimestamp"):
+                self.children.delete(str(bd["metadata"]["name"]))
+        return bool(leftovers)
+
+
+def _bundle_of(resolveset: ResolveSet, package: str) -> str:
+    for entry in resolveset.entries:
+        if entry.package == package:
+            return entry.bundle
+    return package
+
+
+def _describe(plan: PivotPlan, report: ChildReport) -> str:
+    bundle = _bundle_of(plan.target, report.package)
+    where = f" (BundleDeployment {report.name})" if report.name else ""
+    return f"bundle {bundle}{where} is {report.state.value}: {report.message}"
+
+
+def _failure_message(plan: PivotPlan, report: ChildReport) -> str:
+    bundle = _bundle_of(plan.target, report.package)
+    return (
+        f"bundle {bundle} of package {report.package} failed (BundleDeployment {report.name}, "
+        f"{report.reason}): {report.message}"
+    )
+
+
+def _event_for(plan: PivotPlan, record: PivotRecord) -> Event:
+    revision = record.revision
+    texts = {
+        Phase.WAITING: ("Normal", "PivotApplied", f"Applied the bundles of revision {revision}"),
+        Phase.PRUNING: (
+            "Normal",
+            "PivotInstalled",
+            f"Every bundle of revision {revision} is installed and healthy; pruning",
+        ),
+        Phase.SUCCEEDED: ("Normal", "PivotSucceeded", f"Revision {revision} is active"),
+        Phase.ROLLING_BACK: (
+            "Warning",
+            "PivotFailed",
+            f"Pivot to revision {revision} failed, rolling back to revision "
+            f"{record.previous}: {record.message}",
+        ),
+        Phase.ROLLED_BACK: (
+            "Warning",
+            "RolledBack",
+            f"Rolled back to revision {record.previous} after revision {revision} failed",
+        ),
+        Phase.FAILED: (
+            "Warning",
+            "PivotFailed",
+            f"Pivot to revision {revision} failed: {record.message}",
+        ),
+    }
+    return texts.get(record.phase, ("Normal", "Pivot", f"{record.phase.value} revision {revision}"))

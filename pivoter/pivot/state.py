@@ -1,0 +1,102 @@
+"""The persisted state of a grouped pivot: its phase and what it needs to resume or revert.
+
+A :class:`PivotRecord` lives in the input's ``status.pivot`` and is written *before* the action
+of each phase runs, so a daemon killed at any transition finds, on restart, the phase it was in,
+the revision it was going to and the revision it would revert to, and simply runs that phase
+again (every phase's action is idempotent). The phases are described in docs/pivot.md.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+__all__ = ["Phase", "PivotRecord", "now_iso", "parse_time"]
+
+
+class Phase(enum.Enum):
+    """The named states of the pivot state machine (docs/pivot.md)."""
+
+    APPLYING = "Applying"
+    WAITING = "Waiting"
+    PRUNING = "Pruning"
+    ROLLING_BACK = "RollingBack"
+    SUCCEEDED = "Succeeded"
+    ROLLED_BACK = "RolledBack"
+    FAILED = "Failed"
+
+    @property
+    def terminal(self) -> bool:
+        """Whether the pivot is over (nothing runs until the next pivot starts)."""
+        return self in (Phase.SUCCEEDED, Phase.ROLLED_BACK, Phase.FAILED)
+
+
+def now_iso(now: float) -> str:
+    """``now`` (epoch seconds) as an RFC 3339 UTC timestamp."""
+    return dt.datetime.fromtimestamp(now, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(text: str | None) -> float | None:
+    """Epoch seconds of an RFC 3339 timestamp written by :func:`now_iso` (None if absent)."""
+    if not text:
+        return None
+    try:
+        return dt.datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC).timestamp()
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class PivotRecord:
+    """One pivot: from ``previous`` (the last successful revision, if any) to ``revision``."""
+
+    phase: Phase
+    revision: int
+    previous: int | None
+    started: float
+    """When the current phase's deadline started (the pivot, or the rollback)."""
+    failing_since: float | None = None
+    failed_bundle: str = ""
+    message: str = ""
+
+    def to(self, phase: Phase, **changes: Any) -> PivotRecord:
+        """The record in ``phase`` (with other fields changed as given)."""
+        return replace(self, phase=phase, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as stored in ``status.pivot``."""
+        data: dict[str, Any] = {
+            "phase": self.phase.value,
+            "revision": self.revision,
+            "previousRevision": self.previous,
+            "startedAt": now_iso(self.started),
+            "failingSince": now_iso(self.failing_since) if self.failing_since else None,
+            "failedBundle": self.failed_bundle or None,
+            "message": self.message or None,
+        }
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> PivotRecord | None:
+        """The record stored in ``status.pivot``, or None when there is none (or it is garbled:
+        a record pivoter cannot read is treated as no pivot in progress)."""
+        if not data or not data.get("phase") or not data.get("revision"):
+            return None
+        try:
+            phase = Phase(str(data["phase"]))
+            revision = int(data["revision"])
+        except (ValueError, TypeError):
+            return None
+        previous = data.get("previousRevision")
+        return cls(
+            phase=phase,
+            revision=revision,
+            previous=int(previous) if previous else None,
+            started=parse_time(data.get("startedAt")) or 0.0,
+            failing_since=parse_time(data.get("failingSince")),
+            failed_bundle=str(data.get("failedBundle") or ""),
+            message=str(data.get("message") or ""),
+        )

@@ -1,0 +1,97 @@
+"""The PlatformOperator controller: ``platform.openshift.io/v1alpha1`` objects accepted unchanged
+and driven through the same path as Resolutions.
+
+A PlatformOperator names one package; it is resolved from every Catalog by priority (or those a
+configured selector picks), installed by a service account the daemon is configured with, with
+automatic approval and rollback and pivoter's default history. Its own package's
+BundleDeployment carries the PlatformOperator's name (as the reference controller's does);
+dependencies get their own. Unlike the reference, pivoter upgrades it along its channel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pivoter.apis import platform
+from pivoter.catalogs import CatalogCache, CatalogChange
+from pivoter.controller.manager import Manager
+from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS
+from pivoter.kube import EventRecorder, Resource
+from pivoter.platformoperators.status import platform_operator_status
+from pivoter.resolutions import (
+    ANNOTATION_PINNED_REVISION,
+    ANNOTATION_RETRY,
+    Engine,
+    InputReconciler,
+    InputSpec,
+    Kind,
+    children_of,
+)
+from pivoter.resolutions.metrics import InputMetrics
+from pivoter.resolvesets import InputRef, RevisionStore
+from resolver.rules.inputs import PackageRequest
+
+__all__ = ["CONTROLLER_NAME", "PLATFORM_OPERATORS", "Settings", "platform_operator_kind", "setup"]
+
+PLATFORM_OPERATORS = Resource(
+    platform.API_VERSION, "PlatformOperator", "platformoperators", namespaced=False
+)
+CONTROLLER_NAME = "platformoperators"
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """How every PlatformOperator is installed (flags of ``pivoter run``)."""
+
+    service_account: Mapping[str, str] | None = None
+    catalog_selector: Mapping[str, Any] | None = None
+
+
+def platform_operator_kind(settings: Settings) -> Kind:
+    """How the shared reconciler reads and writes PlatformOperators."""
+
+    def spec_of(obj: Mapping[str, Any]) -> InputSpec:
+        metadata = obj.get("metadata") or {}
+        package = str(((obj.get("spec") or {}).get("package") or {}).get("name") or "")
+        annotations = metadata.get("annotations") or {}
+        pinned = str(annotations.get(ANNOTATION_PINNED_REVISION) or "")
+        return InputSpec(
+            ref=InputRef("PlatformOperator", str(metadata["name"])),
+            requests=(PackageRequest(package=package),),
+            catalog_selector=settings.catalog_selector,
+            service_account=settings.service_account,
+            primary_package=package,
+            pinned=int(pinned) if pinned.isdigit() else None,
+            retry_token=str(annotations.get(ANNOTATION_RETRY) or ""),
+            generation=int(metadata.get("generation") or 0),
+        )
+
+    return Kind(PLATFORM_OPERATORS, spec_of, platform_operator_status, lambda _: "Delete")
+
+
+def setup(
+    manager: Manager,
+    *,
+    cache: CatalogCache,
+    store: RevisionStore,
+    settings: Settings | None = None,
+    recorder: EventRecorder | None = None,
+    workers: int = 1,
+) -> InputReconciler:
+    """Register the PlatformOperator controller; return its reconciler."""
+    engine = Engine(manager.kube, cache, store, metrics=InputMetrics.of(manager.metrics.registry))
+    kind = platform_operator_kind(settings or Settings())
+    reconciler = InputReconciler(manager.kube, engine, kind, recorder=recorder)
+    controller = manager.controller(CONTROLLER_NAME, reconciler.reconcile, workers=workers)
+    operators = manager.informer_for(PLATFORM_OPERATORS)
+    controller.watch(operators)
+    controller.watch(manager.informer_for(BUNDLE_DEPLOYMENTS), children_of("PlatformOperator"))
+
+    def catalog_changed(_: CatalogChange) -> None:
+        for obj in operators.store.list():
+            controller.queue.add(str(obj["metadata"]["name"]))
+
+    cache.on_change(catalog_changed)
+    return reconciler

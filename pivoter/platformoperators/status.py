@@ -1,0 +1,75 @@
+"""A PlatformOperator's status from an engine :class:`~pivoter.resolutions.engine.Outcome`.
+
+The reference's contract: one condition ``Installed`` with the reasons ``SourceFailed`` (no
+bundle of the package can be found), ``UnpackPending``, ``InstallPending``, ``InstallFailed`` and
+``InstallSuccessful``; when the BundleDeployment is not installed its reason and message are
+copied; ``status.activeBundleDeployment.name`` names the BundleDeployment of the package. Plus
+pivoter's revision record. Pure functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pivoter.apis import platform
+from pivoter.controllers.conditions import FALSE, TRUE, set_condition
+from pivoter.pivot import ChildState, child_name
+from pivoter.resolutions.engine import Outcome, Status3
+from pivoter.resolvesets import InputRef
+
+__all__ = ["installed_condition", "platform_operator_status"]
+
+FAILED_PROGRESS = ("PivotFailed", "RolledBack")
+
+
+def installed_condition(package: str, out: Outcome) -> Status3:
+    """The ``Installed`` condition of a PlatformOperator for ``package``."""
+    reports = out.reports
+    ready = bool(reports) and all(r.state is ChildState.READY for r in reports)
+    if out.conflict:
+        return FALSE, platform.REASON_INSTALL_FAILED, out.conflict
+    if out.progressing[1] in FAILED_PROGRESS:
+        return FALSE, platform.REASON_INSTALL_FAILED, out.progressing[2]
+    if ready and out.record.active is not None and out.progressing[0] != TRUE:
+        names = ", ".join(r.name for r in reports)
+        return TRUE, platform.REASON_INSTALL_SUCCESSFUL, f"Installed {package} ({names})"
+    if out.resolved is not None and out.resolved[0] == FALSE and out.record.active is None:
+        return (
+            FALSE,
+            platform.REASON_SOURCE_FAILED,
+            f"failed to find candidate olm.bundles from the {package} package: {out.resolved[2]}",
+        )
+    for report in reports:
+        if report.state is ChildState.UNPACK_PENDING:
+            return FALSE, platform.REASON_UNPACK_PENDING, report.message
+        if report.state is ChildState.FAILED:
+            return FALSE, report.reason or platform.REASON_INSTALL_FAILED, report.message
+    return FALSE, platform.REASON_INSTALL_PENDING, out.progressing[2]
+
+
+def platform_operator_status(
+    obj: Mapping[str, Any], out: Outcome, generation: int
+) -> dict[str, Any]:
+    """The status of a PlatformOperator (a merge patch: None removes a field)."""
+    name = str(obj["metadata"]["name"])
+    package = str(((obj.get("spec") or {}).get("package") or {}).get("name") or "")
+    conditions: list[dict[str, Any]] = [
+        dict(c) for c in (obj.get("status") or {}).get("conditions") or []
+    ]
+    set_condition(
+        conditions,
+        platform.TYPE_INSTALLED,
+        *installed_condition(package, out),
+        generation=generation,
+    )
+    active = None
+    if out.record.active is not None:
+        active = {"name": child_name(InputRef("PlatformOperator", name), package, primary=True)}
+    status: dict[str, Any] = {
+        "observedGeneration": generation,
+        "conditions": conditions,
+        "activeBundleDeployment": active,
+    }
+    status.update(out.record.to_status())
+    return status

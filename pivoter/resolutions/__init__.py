@@ -1,0 +1,46 @@
+"""Resolutions: from catalogs to ResolveSet revisions to grouped pivots, for every input kind.
+
+The ``Resolution`` controller (:func:`setup`) and the machinery the PlatformOperator controller
+shares: :class:`Engine` (the pivoter loop), :class:`InputReconciler` (fetch, delete, status),
+:class:`InputSpec` and :class:`Record`. See docs/pivot.md.
+"""
+
+from pivoter.resolutions.controller import (
+    CONTROLLER_NAME,
+    RESOLUTIONS,
+    children_of,
+    resolution_kind,
+    setup,
+)
+from pivoter.resolutions.engine import Engine, Outcome
+from pivoter.resolutions.inputs import FINALIZER, InputReconciler, Kind
+from pivoter.resolutions.plan import plan, summary
+from pivoter.resolutions.record import Record
+from pivoter.resolutions.spec import (
+    ANNOTATION_APPROVED_REVISION,
+    ANNOTATION_PINNED_REVISION,
+    ANNOTATION_RETRY,
+    InputSpec,
+    from_resolution,
+)
+
+__all__ = [
+    "ANNOTATION_APPROVED_REVISION",
+    "ANNOTATION_PINNED_REVISION",
+    "ANNOTATION_RETRY",
+    "CONTROLLER_NAME",
+    "FINALIZER",
+    "RESOLUTIONS",
+    "Engine",
+    "InputReconciler",
+    "InputSpec",
+    "Kind",
+    "Outcome",
+    "Record",
+    "children_of",
+    "from_resolution",
+    "plan",
+    "resolution_kind",
+    "setup",
+    "summary",
+]

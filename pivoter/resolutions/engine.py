@@ -1,0 +1,510 @@
+"""The pivoter loop for one input: resolve, record a revision, decide, pivot, observe.
+
+Shared by the Resolution and PlatformOperator controllers, which turn their object into an
+:class:`~pivoter.resolutions.spec.InputSpec`, call :meth:`Engine.reconcile` and render the
+returned :class:`Outcome` as their own status. One reconcile:
+
+1. **conflict**: a requested package already installed by another input stops here;
+2. a **pivot in progress** is carried on (:class:`pivoter.pivot.PivotMachine`), nothing else;
+3. the **target**: the pinned revision, or a new resolution from the selected catalogs with the
+   active revision as installed state, written as a revision (an identical selection writes
+   nothing);
+4. **decide**: already active (observe the children; re-create one deleted by hand), blocked
+   (the revision failed, within its backoff, and no retry was asked), paused, waiting for a
+   Manual approval, or start a pivot;
+5. **history**: garbage-collect revisions beyond the limit, never during a pivot.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from pivoter.catalogs import CatalogCache
+from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS
+from pivoter.kube import Kube
+from pivoter.pivot import (
+    ANNOTATION_BUNDLE,
+    ANNOTATION_INPUT,
+    ANNOTATION_PACKAGE,
+    ANNOTATION_VERSION,
+    LABEL_PACKAGE,
+    Children,
+    ChildReport,
+    ChildState,
+    Event,
+    Phase,
+    PivotMachine,
+    PivotPlan,
+    PivotRecord,
+)
+from pivoter.resolutions import catalogs as catalog_selection
+from pivoter.resolutions.metrics import InputMetrics
+from pivoter.resolutions.plan import plan as make_plan
+from pivoter.resolutions.plan import summary
+from pivoter.resolutions.record import Record
+from pivoter.resolutions.resolve import ResolveProblem, resolve
+from pivoter.resolutions.spec import InputSpec
+from pivoter.resolvesets import Revision, RevisionStore, label_value
+from resolver.resolveset import ResolveSet, ResolveSetError
+from resolver.rules.inputs import Installed
+
+__all__ = ["Engine", "Outcome", "Persist", "Status3"]
+
+log = logging.getLogger(__name__)
+
+Status3 = tuple[str, str, str]
+"""(condition status, reason, message)."""
+Persist = Callable[[Record], None]
+
+HEALTH_POLL = 10.0
+CONFLICT_POLL = 30.0
+
+
+@dataclass
+class Outcome:
+    """What one reconcile found and did, for the controller to write as status."""
+
+    record: Record
+    resolved: Status3 | None = None
+    """None: not resolved in this pass (a pivot in progress); the condition keeps its value."""
+    progressing: Status3 = ("False", "Idle", "no pivot in progress")
+    selection: ResolveSet | None = None
+    explanation: str = ""
+    pending_plan: dict[str, Any] | None = None
+    conflict: str = ""
+    problem: str = ""
+    """A ResolveSet revision found deleted or modified by hand, and what pivoter did."""
+    reports: list[ChildReport] = field(default_factory=list)
+    requeue_after: float | None = None
+    events: list[Event] = field(default_factory=list)
+
+
+@dataclass
+class Engine:
+    """Drives inputs through resolution and grouped pivots (see the module docstring)."""
+
+    kube: Kube
+    cache: CatalogCache
+    store: RevisionStore
+    clock: Callable[[], float] = time.time
+    failure_grace: float = 5.0
+    on_transition: Callable[[PivotRecord], None] | None = None
+    metrics: InputMetrics | None = None
+
+    def reconcile(
+        self, obj: Mapping[str, Any], spec: InputSpec, record: Record, persist: Persist
+    ) -> Outcome:
+        """One pass of the loop for the input ``obj``; ``persist`` writes ``record`` to status."""
+        out = Outcome(record=record)
+        children = Children(self.kube, spec.ref)
+        conflict = self._conflict(spec, spec.packages)
+        if conflict and not record.pivoting:
+            out.conflict = conflict
+            out.resolved = ("False", "Conflict", conflict)
+            out.requeue_after = CONFLICT_POLL
+            self._observe_active(spec, out, children)
+            return out
+        if record.pivoting:
+            self._continue(obj, spec, record, out, persist=persist, children=children)
+            return out
+        active = self._active(spec, record, out, children)
+        target = self._target(obj, spec, record, out, active=active, children=children)
+        if target is None:
+            self._observe_active(spec, out, children)
+            return out
+        revision, target_rs = target
+        out.selection = target_rs
+        number = revision.number
+        if number == record.active and not self._retry_asked(spec, record):
+            missing = self._observe_active(spec, out, children)
+            if not missing:
+                self._collect_garbage(spec, record)
+                return out
+            out.events.append(
+                ("Warning", "ChildMissing", f"re-creating the BundleDeployments of {missing}")
+            )
+        elif number == record.failed_revision and not self._retry_asked(spec, record):
+            retry_at = record.retry_at()
+            if retry_at is None or self.clock() < retry_at:
+                self._observe_active(spec, out, children)
+                if record.pivot is not None:
+                    self._describe_pivot(record.pivot, out)
+                status, reason, message = out.progressing
+                out.progressing = (
+                    status,
+                    reason,
+                    f"{message}. Revision {number} is tried again after a backoff, when the "
+                    "selection changes, or now with the annotation pivoter.io/retry-now",
+                )
+                if retry_at is not None:
+                    out.requeue_after = max(1.0, retry_at - self.clock())
+                return out
+        dependency_conflict = self._conflict(spec, [e.package for e in target_rs.entries])
+        if dependency_conflict:
+            out.conflict = dependency_conflict
+            out.requeue_after = CONFLICT_POLL
+            self._observe_active(spec, out, children)
+            return out
+        plan = make_plan(active, target_rs, revision=number, active=record.active)
+        if spec.paused:
+            out.pending_plan = plan
+            out.progressing = (
+                "False",
+                "Paused",
+                f"paused: revision {number} ({summary(plan)}) waits until spec.paused is false",
+            )
+            self._observe_active(spec, out, children)
+            return out
+        if (
+            spec.approval == "Manual"
+            and spec.pinned is None
+            and number != record.active
+            and not spec.approves(number, target_rs.selection_hash)
+        ):
+            out.pending_plan = plan
+            out.progressing = (
+                "False",
+                "AwaitingApproval",
+                f"revision {number} ({summary(plan)}) waits for approval: "
+                f"pivoter approve {spec.ref.name} --revision {number}",
+            )
+            self._observe_active(spec, out, children)
+            return out
+        machine = self._machine(children)
+        record.pivot = machine.start(number, record.last_successful)
+        record.last_attempted = number
+        record.retry_token = spec.retry_token
+        record.requested = tuple(spec.packages)
+        persist(record)
+        if self.on_transition is not None:
+            self.on_transition(record.pivot)
+        out.events.append(
+            ("Normal", "PivotStarted", f"pivoting to revision {number}: {summary(plan)}")
+        )
+        self._continue(obj, spec, record, out, persist=persist, children=children)
+        return out
+
+    # -- pivots ----------------------------------------------------------------------------------
+
+    def _machine(self, children: Children) -> PivotMachine:
+        return PivotMachine(
+            children,
+            clock=self.clock,
+            failure_grace=self.failure_grace,
+            on_transition=self.on_transition,
+        )
+
+    def _continue(
+        self,
+        obj: Mapping[str, Any],
+        spec: InputSpec,
+        record: Record,
+        out: Outcome,
+        *,
+        persist: Persist,
+        children: Children,
+    ) -> None:
+        pivot = record.pivot
+        assert pivot is not None
+        target = self._document(spec, pivot.revision)
+        previous = self._document(spec, pivot.previous) if pivot.previous else None
+        if target is None:
+            record.pivot = pivot.to(
+                Phase.FAILED,
+                message=f"ResolveSet revision {pivot.revision} was deleted or modified by hand "
+                "during the pivot; the pivot stopped. Retry with pivoter.io/retry-now",
+            )
+            self._finish(record)
+            persist(record)
+            return
+        out.selection = target
+        plan = PivotPlan(
+            ref=spec.ref,
+            owner=obj,
+            target=target,
+            previous=previous,
+            service_account=spec.service_account,
+            primary_package=spec.primary_package,
+            deadline_seconds=spec.progress_deadline,
+            auto_rollback=spec.auto_rollback,
+        )
+
+        def save(new: PivotRecord) -> None:
+            record.pivot = new
+            if new.phase.terminal:
+                self._finish(record)
+            persist(record)
+            self._count_pivot(spec, new)
+
+        step = self._machine(children).run(plan, pivot, save)
+        out.events.extend(step.events)
+        out.reports = step.reports
+        out.requeue_after = step.requeue_after
+        current = record.pivot
+        assert current is not None
+        if current.phase.terminal:
+            self._observe_active(spec, out, children)
+            self._collect_garbage(spec, record)
+        self._describe_pivot(current, out)
+
+    @staticmethod
+    def _finish(record: Record) -> None:
+        pivot = record.pivot
+        assert pivot is not None
+        if pivot.phase is Phase.SUCCEEDED:
+            record.active = record.last_successful = pivot.revision
+            record.failed_revision, record.failures, record.failed_at = None, 0, None
+            return
+        record.failed_revision = pivot.revision
+        record.failures += 1
+        record.failed_at = time.time()
+        if pivot.phase is Phase.ROLLED_BACK:
+            record.active = pivot.previous
+
+    def _describe_pivot(self, pivot: PivotRecord, out: Outcome) -> None:
+        n = pivot.revision
+        if pivot.phase is Phase.ROLLING_BACK:
+            out.progressing = (
+                "True",
+                "RollingBack",
+                f"revision {n} failed ({pivot.message}); reverting every bundle to revision "
+                f"{pivot.previous}",
+            )
+        elif not pivot.phase.terminal:
+            out.progressing = ("True", "Pivoting", f"pivot to revision {n}: {pivot.phase.value}")
+        elif pivot.phase is Phase.SUCCEEDED:
+            out.progressing = ("False", "Succeeded", f"revision {n} is installed")
+        elif pivot.phase is Phase.ROLLED_BACK:
+            out.progressing = (
+                "False",
+                "RolledBack",
+                f"revision {n} failed and every bundle was reverted to revision "
+                f"{pivot.previous}: {pivot.message}",
+            )
+        else:
+            out.progressing = ("False", "PivotFailed", f"revision {n} failed: {pivot.message}")
+
+    # -- target selection --------------------------------------------------------------------------
+
+    def _target(
+        self,
+        obj: Mapping[str, Any],
+        spec: InputSpec,
+        record: Record,
+        out: Outcome,
+        *,
+        active: ResolveSet | None,
+        children: Children,
+    ) -> tuple[Revision, ResolveSet] | None:
+        if spec.pinned is not None:
+            revision = self.store.get(spec.ref, spec.pinned)
+            document = self._read(revision)
+            if revision is None or document is None:
+                out.resolved = (
+                    "False",
+                    "PinnedRevisionMissing",
+                    f"spec.pinnedRevision {spec.pinned} is not a stored, intact ResolveSet "
+                    f"revision of {spec.ref}: run pivoter history {spec.ref.name} and pin another",
+                )
+                out.selection = active
+                return None
+            out.resolved = (
+                "True",
+                "Pinned",
+                f"pinned to revision {spec.pinned} ({_bundles(document)}); pivoter unpin "
+                f"{spec.ref.name} follows the catalogs again",
+            )
+            return revision, document
+        installed = active.installed() if active is not None else self._installed_from(children)
+        # A package the input no longer requests is not kept as installed: it leaves the
+        # selection (and is pruned) unless another selected bundle still requires it.
+        dropped = set(record.requested) - set(spec.packages)
+        installed = [i for i in installed if i.package not in dropped]
+        began = time.monotonic()
+        try:
+            sources = catalog_selection.gather(self.kube, self.cache, spec.catalog_selector)
+            document = resolve(sources, spec.requests, installed)
+        except catalog_selection.SelectorError as err:
+            out.resolved = ("False", "InvalidSelector", str(err))
+            out.selection = active
+            self._count_resolution(spec, "InvalidSelector", began)
+            return None
+        except ResolveProblem as problem:
+            out.resolved = ("False", problem.reason, str(problem))
+            out.explanation = problem.explanation
+            out.selection = active
+            self._count_resolution(spec, problem.reason, began)
+            return None
+        self._count_resolution(spec, "resolved", began)
+        document, orphans = _keep_installed(document, active)
+        revision = self.store.write(spec.ref, document, after=record.highest, owner=obj)
+        note = ""
+        if orphans:
+            note = (
+                f"; {', '.join(orphans)} stay as installed: no selected catalog offers them any "
+                "more"
+            )
+        out.resolved = (
+            "True",
+            "Resolved",
+            f"resolved {_bundles(document)} (revision {revision.number}){note}",
+        )
+        return revision, document
+
+    def _active(
+        self, spec: InputSpec, record: Record, out: Outcome, children: Children
+    ) -> ResolveSet | None:
+        """The active revision's ResolveSet; a revision deleted or edited by hand is reported
+        and the installed state is rebuilt from the children."""
+        if record.active is None:
+            return None
+        revision = self.store.get(spec.ref, record.active)
+        if revision is not None:
+            check = self.store.verify(revision)
+            if check.ok:
+                return self._read(revision)
+            message = check.message
+        else:
+            message = (
+                f"ResolveSet revision {record.active} of {spec.ref} is missing: it was deleted"
+            )
+        out.problem = (
+            f"{message}; pivoter rebuilt the installed state from the BundleDeployments and "
+            "records the selection as a new revision"
+        )
+        out.events.append(("Warning", "ResolveSetModified", out.problem))
+        record.active = None
+        return None
+
+    def _installed_from(self, children: Children) -> list[Installed]:
+        installed = []
+        for package, bd in children.list().items():
+            annotations = bd["metadata"].get("annotations") or {}
+            bundle, version = (
+                annotations.get(ANNOTATION_BUNDLE),
+                annotations.get(ANNOTATION_VERSION),
+            )
+            if package and bundle and version:
+                installed.append(Installed(name=str(bundle), package=package, version=str(version)))
+        return installed
+
+    def _document(self, spec: InputSpec, number: int | None) -> ResolveSet | None:
+        if number is None:
+            return None
+        return self._read(self.store.get(spec.ref, number))
+
+    @staticmethod
+    def _read(revision: Revision | None) -> ResolveSet | None:
+        if revision is None or not revision.intact:
+            return None
+        try:
+            return revision.resolveset()
+        except ResolveSetError:
+            return None
+
+    # -- observation -------------------------------------------------------------------------------
+
+    def _observe_active(self, spec: InputSpec, out: Outcome, children: Children) -> list[str]:
+        """Report the children of the active revision; return the packages whose child is
+        missing."""
+        record = out.record
+        if record.active is None:
+            return []
+        document = self._document(spec, record.active)
+        if document is None:
+            return []
+        existing = children.list()
+        out.reports = [
+            children.report(e.package, existing.get(e.package)) for e in document.entries
+        ]
+        if out.selection is None:
+            out.selection = document
+        if any(r.state is not ChildState.READY for r in out.reports):
+            out.requeue_after = min(out.requeue_after or HEALTH_POLL, HEALTH_POLL)
+        return [r.package for r in out.reports if r.state is ChildState.MISSING]
+
+    def _count_resolution(self, spec: InputSpec, outcome: str, began: float) -> None:
+        if self.metrics is not None:
+            kind = spec.ref.kind
+            self.metrics.resolutions.labels(kind, outcome).inc()
+            self.metrics.resolution_duration.labels(kind).observe(time.monotonic() - began)
+
+    def _count_pivot(self, spec: InputSpec, pivot: PivotRecord) -> None:
+        if self.metrics is None:
+            return
+        kind = spec.ref.kind
+        if pivot.phase is Phase.ROLLING_BACK:
+            self.metrics.rollbacks.labels(kind).inc()
+        if pivot.phase.terminal:
+            self.metrics.pivots.labels(kind, pivot.phase.value).inc()
+        if pivot.phase is Phase.SUCCEEDED:
+            duration = max(0.0, self.clock() - pivot.started)
+            self.metrics.pivot_duration.labels(kind).observe(duration)
+
+    def _retry_asked(self, spec: InputSpec, record: Record) -> bool:
+        return bool(spec.retry_token) and spec.retry_token != record.retry_token
+
+    def _conflict(self, spec: InputSpec, packages: list[str]) -> str:
+        """A message naming the first package another input already installs, or ''."""
+        if not packages:
+            return ""
+        labels = {label_value(p): p for p in packages}
+        items, _ = self.kube.list(
+            BUNDLE_DEPLOYMENTS,
+            label_selector=f"{LABEL_PACKAGE} in ({','.join(sorted(labels))})",
+        )
+        for bd in sorted(items, key=lambda b: str(b["metadata"]["name"])):
+            metadata = bd["metadata"]
+            annotations = metadata.get("annotations") or {}
+            owner = annotations.get(ANNOTATION_INPUT)
+            package = str(annotations.get(ANNOTATION_PACKAGE) or "")
+            if (
+                owner
+                and owner != str(spec.ref)
+                and package in packages
+                and not metadata.get("deletionTimestamp")
+            ):
+                return (
+                    f"package {package} is already managed by {owner} (BundleDeployment "
+                    f"{metadata['name']}); one package is managed by one input: remove it from "
+                    "one of them"
+                )
+        return ""
+
+    def _collect_garbage(self, spec: InputSpec, record: Record) -> None:
+        self.store.collect_garbage(
+            spec.ref,
+            keep=spec.history_limit,
+            protect={record.active, record.last_successful, spec.pinned},
+            pivot_in_progress=record.pivoting,
+        )
+
+
+def _keep_installed(
+    document: ResolveSet, active: ResolveSet | None
+) -> tuple[ResolveSet, list[str]]:
+    """Complete the bundles the resolver kept only because they are installed (no catalog
+    offers them any more, so it knows no image) from the active revision; return the document
+    and those bundles' names."""
+    if active is None:
+        return document, []
+    installed = {(e.package, e.bundle): e for e in active.entries}
+    entries, orphans = [], []
+    for entry in document.entries:
+        known = installed.get((entry.package, entry.bundle))
+        if not entry.image and known is not None:
+            entries.append(known)
+            orphans.append(f"{entry.package} {entry.version}")
+        else:
+            entries.append(entry)
+    if not orphans:
+        return document, []
+    return replace(document, entries=tuple(entries)), orphans
+
+
+def _bundles(document: ResolveSet) -> str:
+    return ", ".join(f"{e.package} {e.version}" for e in document.entries) or "no bundles"

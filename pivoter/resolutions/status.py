@@ -1,0 +1,123 @@
+"""A Resolution's status from an engine :class:`~pivoter.resolutions.engine.Outcome`.
+
+Conditions ``Resolved``, ``Conflict``, ``Progressing``, ``Installed``, ``Healthy`` and the summary
+``Ready``, each with the generation it was computed for; the current selection, the explanation
+when unsatisfiable, the pending plan and the revision record. Also the child summaries the
+PlatformOperator status reuses. Pure functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pivoter.apis import pivoter as api
+from pivoter.controllers.conditions import FALSE, TRUE, UNKNOWN, find, set_condition
+from pivoter.pivot import ChildReport, ChildState
+from pivoter.resolutions.engine import Outcome, Status3
+
+__all__ = ["TYPE_CONFLICT", "healthy", "installed", "resolution_status"]
+
+TYPE_CONFLICT = "Conflict"
+READY_PROGRESS = ("Idle", "Succeeded")
+
+
+def installed(out: Outcome) -> Status3:
+    """``Installed`` from the children of the revision in view."""
+    reports = out.reports
+    revision = out.record.active
+    if not reports:
+        if revision is None:
+            return FALSE, "NotInstalled", "nothing is installed yet"
+        return UNKNOWN, "InstallPending", f"revision {revision} is being installed"
+    failed = [r for r in reports if r.state is ChildState.FAILED]
+    if failed:
+        return FALSE, "InstallFailed", _join(failed)
+    missing = [r for r in reports if r.state is ChildState.MISSING]
+    if missing:
+        return FALSE, "BundleDeploymentMissing", _join(missing)
+    if all(r.state in (ChildState.READY, ChildState.UNHEALTHY) for r in reports):
+        return (
+            TRUE,
+            "Installed",
+            f"{len(reports)} bundles installed" + (f" (revision {revision})" if revision else ""),
+        )
+    return UNKNOWN, "InstallPending", _join([r for r in reports if r.state is not ChildState.READY])
+
+
+def healthy(out: Outcome) -> Status3:
+    """``Healthy`` from the children of the revision in view."""
+    reports = out.reports
+    if not reports:
+        return UNKNOWN, "NotInstalled", "nothing is installed yet"
+    if all(r.state is ChildState.READY for r in reports):
+        return TRUE, "Healthy", f"all {len(reports)} BundleDeployments are healthy"
+    unhealthy = [r for r in reports if r.state is ChildState.UNHEALTHY]
+    if unhealthy:
+        return FALSE, "Unhealthy", _join(unhealthy)
+    return UNKNOWN, "HealthUnknown", _join([r for r in reports if r.state is not ChildState.READY])
+
+
+def _join(reports: list[ChildReport]) -> str:
+    return "; ".join(
+        f"{r.package} ({r.name or 'no BundleDeployment'}): {r.state.value}: {r.message}"
+        for r in reports[:10]
+    )
+
+
+def resolution_status(obj: Mapping[str, Any], out: Outcome, generation: int) -> dict[str, Any]:
+    """The full status of a Resolution (a merge patch: None removes a field)."""
+    conditions: list[dict[str, Any]] = [
+        dict(c) for c in (obj.get("status") or {}).get("conditions") or []
+    ]
+
+    def put(type_: str, value: Status3) -> None:
+        set_condition(conditions, type_, *value, generation=generation)
+
+    if out.resolved is not None:
+        put(api.TYPE_RESOLVED, out.resolved)
+    elif find(conditions, api.TYPE_RESOLVED) is None:
+        put(api.TYPE_RESOLVED, (UNKNOWN, "Resolving", "not resolved yet"))
+    put(
+        TYPE_CONFLICT,
+        (TRUE, "PackageConflict", out.conflict) if out.conflict else (FALSE, "NoConflict", ""),
+    )
+    put(api.TYPE_PROGRESSING, out.progressing)
+    put(api.TYPE_INSTALLED, installed(out))
+    put(api.TYPE_HEALTHY, healthy(out))
+    put(api.TYPE_READY, _ready(conditions, out))
+    selection = out.selection
+    status: dict[str, Any] = {
+        "observedGeneration": generation,
+        "conditions": conditions,
+        "selection": [
+            {
+                k: v
+                for k, v in e.to_dict().items()
+                if k in ("package", "version", "bundle", "channel", "catalog")
+            }
+            for e in sorted(selection.entries, key=lambda e: e.package)
+        ]
+        if selection
+        else None,
+        "selectionHash": selection.selection_hash if selection else None,
+        "explanation": out.explanation or None,
+        "pendingPlan": out.pending_plan,
+    }
+    status.update(out.record.to_status())
+    return status
+
+
+def _ready(conditions: list[dict[str, Any]], out: Outcome) -> Status3:
+    by_type = {c["type"]: c for c in conditions}
+    if out.conflict:
+        return FALSE, "Conflict", out.conflict
+    for type_ in (api.TYPE_RESOLVED, api.TYPE_INSTALLED, api.TYPE_HEALTHY):
+        c = by_type[type_]
+        if c["status"] != TRUE:
+            return FALSE, str(c["reason"]), f"{type_}: {c['message']}"
+    if out.progressing[1] not in READY_PROGRESS:
+        return FALSE, out.progressing[1], out.progressing[2]
+    if out.problem:
+        return TRUE, "Repaired", out.problem
+    return TRUE, "Ready", f"revision {out.record.active} is installed and healthy"

@@ -1,0 +1,111 @@
+"""Catalog and bundle content for the Resolution tests: plain+v0 bundle images pushed to a real
+registry, and FBC catalogs naming them, written into the directory a catalog server serves."""
+
+from __future__ import annotations
+
+import tarfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from tests.provisioners.oci import Entry, Pusher, file
+
+
+@dataclass(frozen=True)
+class Version:
+    """One bundle of a package: its version, what it installs and what it needs."""
+
+    version: str
+    manifests: str
+    replaces: str = ""
+    requires: tuple[tuple[str, str], ...] = ()
+    """(package, blang range) pairs: ``olm.package.required``."""
+
+
+@dataclass
+class Publisher:
+    """Pushes bundle images and writes the FBC the catalog server serves."""
+
+    pusher: Pusher
+    registry_host: str
+    directory: Path
+    packages: dict[str, list[Version]] = field(default_factory=dict)
+
+    def image(self, package: str, version: str) -> str:
+        """The image reference of a bundle."""
+        return f"{self.registry_host}/{package}:{version}"
+
+    def add(self, package: str, version: Version) -> None:
+        """Push the bundle image and add it to the package (not yet published)."""
+        entries: list[Entry] = [
+            Entry("manifests/", kind=tarfile.DIRTYPE),
+            file("manifests/objects.yaml", version.manifests),
+        ]
+        self.pusher.image(package, version.version, [entries])
+        self.packages.setdefault(package, []).append(version)
+
+    def publish(self) -> None:
+        """Write every package as one FBC file (the server reloads the directory)."""
+        for package, versions in self.packages.items():
+            docs: list[dict[str, object]] = [
+                {"schema": "olm.package", "name": package, "defaultChannel": "stable"},
+                {
+                    "schema": "olm.channel",
+                    "name": "stable",
+                    "package": package,
+                    "entries": [
+                        {"name": f"{package}.v{v.version}"}
+                        | ({"replaces": f"{package}.v{v.replaces}"} if v.replaces else {})
+                        for v in versions
+                    ],
+                },
+            ]
+            for v in versions:
+                properties: list[dict[str, object]] = [
+                    {
+                        "type": "olm.package",
+                        "value": {"packageName": package, "version": v.version},
+                    },
+                    {"type": "olm.bundle.mediatype", "value": "plain+v0"},
+                ]
+                properties += [
+                    {"type": "olm.package.required", "value": {"packageName": p, "versionRange": r}}
+                    for p, r in v.requires
+                ]
+                docs.append(
+                    {
+                        "schema": "olm.bundle",
+                        "name": f"{package}.v{v.version}",
+                        "package": package,
+                        "image": self.image(package, v.version),
+                        "properties": properties,
+                    }
+                )
+            path = self.directory / f"{package}.yaml"
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+            tmp.rename(path)
+
+
+def config_map(name: str, namespace: str, **data: str) -> str:
+    """A ConfigMap manifest."""
+    return yaml.safe_dump(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": namespace},
+            "data": data,
+        }
+    )
+
+
+def missing_kind(name: str, namespace: str) -> str:
+    """An object of a kind no CRD provides: its install fails with "no matches for kind"."""
+    return yaml.safe_dump(
+        {
+            "apiVersion": "missing.pivoter.io/v1",
+            "kind": "Nowhere",
+            "metadata": {"name": name, "namespace": namespace},
+        }
+    )
