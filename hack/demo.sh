@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The main job: installs what it needs, starts a local control plane with a simulated node and the
-# pivoter daemon, then installs a rukpak-style BundleDeployment, pivots it to a new version, shows
-# the admission webhook and the catalog tools, and cleans everything up.
+# pivoter daemon, installs a rukpak-style BundleDeployment and pivots it; then serves an example
+# catalog (bundle images in a local registry), installs a Resolution (with a dependency) and a
+# PlatformOperator from it, upgrades them when the catalog changes, rolls a broken update back as
+# a group, prints the history, shows the catalog tools, and cleans everything up.
 # Usage: hack/demo.sh [--keep]   (--keep: leave the cluster and daemon running at the end)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,16 +14,18 @@ keep=false
 [[ ${1:-} == --keep ]] && keep=true
 
 hack/bootstrap.sh
-hack/tools.sh kube
+hack/tools.sh kube registry
 # shellcheck disable=SC1091
 source .venv/bin/activate
 export PATH="$PIVOTER_TOOLS_DIR:$PATH"
 
 demo_dir=${PIVOTER_DEMO_DIR:-$HOME/.cache/pivoter/demo}
 export PIVOTER_CLUSTER_DIR=$demo_dir/cluster
-daemon_pid=""
+daemon_pid="" registry_pid="" serve_pid=""
 cleanup() {
-  [[ -n $daemon_pid ]] && kill "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null
+  for pid in $daemon_pid $serve_pid $registry_pid; do
+    { kill "$pid" && wait "$pid"; } 2>/dev/null || true # a server killed by SIGTERM exits 143
+  done
   hack/cluster-down.sh >/dev/null 2>&1 || true
 }
 if ! $keep; then trap cleanup EXIT; fi
@@ -110,7 +114,88 @@ step "6. The admission webhook: a Bundle's spec is immutable"
 bundle=$(kubectl get bundles -o jsonpath='{.items[0].metadata.name}')
 kubectl patch bundle "$bundle" --type=merge -p '{"spec":{"source":{"configMaps":[{"configMap":{"name":"x"}}]}}}' 2>&1 | sed 's/^/  /' || true
 
-step "7. Catalog tools: validate, resolve and test a real catalog (no cluster needed)"
+step "7. An example catalog: bundle images in a local registry, served by pivoter catalog serve"
+registry_port=$(free_port) grpc_port=$(free_port) http_port=$(free_port)
+mkdir -p "$demo_dir/registry" "$demo_dir/catalog"
+cat >"$demo_dir/registry/config.yml" <<EOF
+version: 0.1
+log: {level: error, accesslog: {disabled: true}}
+storage: {filesystem: {rootdirectory: $demo_dir/registry/data}, delete: {enabled: true}}
+http: {addr: "127.0.0.1:$registry_port", debug: {addr: ""}}
+EOF
+registry serve "$demo_dir/registry/config.yml" >"$demo_dir/registry.log" 2>&1 &
+registry_pid=$!
+for _ in $(seq 1 40); do
+  curl -fsS "http://127.0.0.1:$registry_port/v2/" >/dev/null 2>&1 && break
+  sleep 0.25
+done
+python hack/demo/publish.py 1 --registry "127.0.0.1:$registry_port" --dir "$demo_dir/catalog"
+pivoter catalog serve "$demo_dir/catalog" --name demo --grpc-port "$grpc_port" \
+  --http-port "$http_port" >"$demo_dir/catalog-serve.log" 2>&1 &
+serve_pid=$!
+for _ in $(seq 1 60); do
+  curl -fsS "http://127.0.0.1:$http_port/catalogs/demo/api/v1/all" >/dev/null 2>&1 && break
+  sleep 0.25
+done
+kubectl create namespace demo-apps
+kubectl apply -f - <<EOF
+apiVersion: pivoter.io/v1alpha1
+kind: Catalog
+metadata: {name: demo}
+spec:
+  source: {type: grpc, grpc: {address: "127.0.0.1:$grpc_port"}}
+  pollInterval: 2s
+EOF
+kubectl wait catalog/demo --for=condition=Serving --timeout=60s
+kubectl get catalogs
+
+step "8. A Resolution (greeter, which needs greeter-db) and a PlatformOperator (hello)"
+kubectl apply -f - <<EOF
+apiVersion: pivoter.io/v1alpha1
+kind: Resolution
+metadata: {name: greeter}
+spec:
+  packages: [{name: greeter}]
+  progressDeadlineSeconds: 60
+---
+apiVersion: platform.openshift.io/v1alpha1
+kind: PlatformOperator
+metadata: {name: hello}
+spec:
+  package: {name: hello}
+EOF
+kubectl wait resolution/greeter --for=condition=Ready --timeout=120s
+kubectl wait platformoperator/hello --for=condition=Installed --timeout=120s
+kubectl get resolutions,platformoperators
+kubectl get bundledeployments
+kubectl -n demo-apps get configmap greeter -o jsonpath='{.data.greeting}{"\n"}'
+kubectl -n pivoter-system get configmaps -l pivoter.io/input-name=greeter
+
+status_of() { kubectl get resolution/greeter -o jsonpath="{.status.$1}"; }
+wait_status() { # FIELD VALUE
+  for _ in $(seq 1 240); do
+    [[ $(status_of "$1") == "$2" ]] && return 0
+    sleep 0.5
+  done
+  kubectl get resolution/greeter -o yaml | sed -n '/^status:/,$p'
+  die "resolution/greeter: status.$1 never became $2"
+}
+
+step "9. The catalog gains greeter 1.1.0: re-resolved, a new revision, a grouped pivot"
+python hack/demo/publish.py 2 --registry "127.0.0.1:$registry_port" --dir "$demo_dir/catalog"
+wait_status lastSuccessfulRevision 2
+kubectl wait resolution/greeter --for=condition=Ready --timeout=120s
+kubectl -n demo-apps get configmap greeter -o jsonpath='{.data.greeting}{"\n"}'
+
+step "10. A broken greeter 1.2.0: the group fails and rolls back to revision 2"
+python hack/demo/publish.py 3 --registry "127.0.0.1:$registry_port" --dir "$demo_dir/catalog"
+wait_status pivot.phase RolledBack
+kubectl get resolution/greeter \
+  -o jsonpath='failed: {.status.pivot.failedBundle}: {.status.pivot.message}{"\n"}'
+kubectl -n demo-apps get configmap greeter -o jsonpath='{.data.greeting}{"\n"}'
+pivoter history greeter --kubeconfig "$KUBECONFIG" --namespace pivoter-system
+
+step "11. Catalog tools: validate, resolve and test a real catalog (no cluster needed)"
 catalog=tests/data/catalogs/community-operators-prod-v4.20
 pivoter catalog validate "$catalog" | tail -1
 pivoter resolve --catalog "$catalog" --package nfs-provisioner-operator
