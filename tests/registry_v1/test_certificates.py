@@ -47,6 +47,16 @@ def test_a_valid_certificate_is_kept() -> None:
     assert secret_object("op-service-cert", NAMESPACE, plan.certificate)["data"] == secret["data"]
 
 
+def test_a_shorter_configured_validity_replaces_a_longer_lived_certificate() -> None:
+    secret = _secret()  # 10 days
+    shorter = CertificatePolicy(validity=timedelta(days=1), renew_before=timedelta(hours=2))
+    plan = plan_certificate(secret, service=SERVICE, namespace=NAMESPACE, now=NOW, policy=shorter)
+    assert plan.rotated
+    assert "longer than the configured validity" in plan.reason
+    cert = x509.load_pem_x509_certificate(plan.certificate.certificate)
+    assert cert.not_valid_after_utc == NOW + timedelta(days=1)
+
+
 def test_rotated_within_renew_before_and_the_old_ca_stays_trusted() -> None:
     secret = _secret()
     old_ca = base64.b64decode(secret["data"]["ca.crt"])

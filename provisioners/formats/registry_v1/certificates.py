@@ -127,9 +127,15 @@ def from_secret(secret: Mapping[str, Any]) -> ServingCertificate:
 
 
 def renewal_reason(
-    current: ServingCertificate, *, names: list[str], now: datetime, renew_before: timedelta
+    current: ServingCertificate,
+    *,
+    names: list[str],
+    now: datetime,
+    renew_before: timedelta,
+    validity: timedelta | None = None,
 ) -> str | None:
-    """Why ``current`` must be replaced, or None when it can be kept."""
+    """Why ``current`` must be replaced, or None when it can be kept (a ``validity`` shorter than
+    the certificate's own lifetime replaces it too: the configuration was tightened)."""
     try:
         cert = x509.load_pem_x509_certificate(current.certificate)
         cas = _pem_certificates(current.ca_bundle)
@@ -157,6 +163,9 @@ def renewal_reason(
         return f"the certificate does not cover {', '.join(missing)}"
     if cert.not_valid_before_utc > now + _CLOCK_SKEW:
         return f"the certificate is not valid before {cert.not_valid_before_utc.isoformat()}"
+    lifetime = cert.not_valid_after_utc - cert.not_valid_before_utc - _CLOCK_SKEW
+    if validity is not None and lifetime > validity + timedelta(minutes=1):
+        return f"the certificate lives {lifetime}, longer than the configured validity ({validity})"
     expiry = min(cert.not_valid_after_utc, *(ca.not_valid_after_utc for ca in issuers))
     if expiry - now <= renew_before:
         return (
@@ -187,7 +196,13 @@ def plan_certificate(
             reason = f"the existing Secret is unusable: {exc}"
         else:
             previous_bundle = current.ca_bundle
-            found = renewal_reason(current, names=names, now=now, renew_before=policy.renew_before)
+            found = renewal_reason(
+                current,
+                names=names,
+                now=now,
+                renew_before=policy.renew_before,
+                validity=policy.validity,
+            )
             if found is None:
                 return CertificatePlan(
                     certificate=current,
