@@ -7,18 +7,16 @@ No pods need to run here (Deployments are only created), so no simulated nodes a
 from __future__ import annotations
 
 import base64
-import contextlib
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from provisioners.apply.applier import APPLY_PATCH, Applier, Owner
+from provisioners.apply.applier import CRD_POLICY_DELETE, Applier, Owner
 from provisioners.apply.kubeapi import KubeAPI, NotFound
-from provisioners.apply.objects import with_owner_labels
 from provisioners.formats.registry_v1 import RegistryV1
 from provisioners.formats.registry_v1.webhooks import secret_name, service_name
-from tests.cluster import TestCluster, session_labels, unique_name, wait_for
+from tests.cluster import TestCluster, session_labels, unique_name
 from tests.registry_v1.helpers import bundle
 
 pytestmark = pytest.mark.cluster
@@ -45,34 +43,6 @@ def _labelled(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return objects
 
 
-def _establish_crds(api: KubeAPI, applier: Applier, objects: list[dict[str, Any]]) -> None:
-    """Create the CRDs as ``applier`` would and wait until they are Established.
-
-    Works around Applier._wait_established reading ``status.conditions: null`` (returned for a
-    moment after a CRD is created) as a list; reported to the owner of provisioners/apply.
-    """
-    base = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-    crds = [o for o in objects if o["kind"] == "CustomResourceDefinition"]
-    for crd in crds:
-        api.request(
-            "PATCH",
-            f"{base}/{crd['metadata']['name']}",
-            query=[("fieldManager", applier.owner.field_manager), ("force", "true")],
-            body=with_owner_labels(crd, applier.owner.kind, applier.owner.name),
-            content_type=APPLY_PATCH,
-        )
-    for crd in crds:
-
-        def established(name: str = crd["metadata"]["name"]) -> bool:
-            status = api.request("GET", f"{base}/{name}").get("status") or {}
-            return any(
-                c.get("type") == "Established" and c.get("status") == "True"
-                for c in status.get("conditions") or []
-            )
-
-        wait_for(established, timeout=60, what=f"CRD {crd['metadata']['name']} Established")
-
-
 def test_two_converted_bundles_apply_and_the_webhook_trusts_its_ca(
     api: KubeAPI, namespace: str
 ) -> None:
@@ -97,7 +67,7 @@ def test_two_converted_bundles_apply_and_the_webhook_trusts_its_ca(
     ]
     try:
         for applier, conversion in appliers:
-            _establish_crds(api, applier, _labelled(conversion.objects))
+            _labelled(conversion.objects)
             result = applier.apply(conversion.objects)
             applied.append((applier, result.applied))
             assert len(result.applied) == len(conversion.objects)
@@ -147,9 +117,6 @@ def test_two_converted_bundles_apply_and_the_webhook_trusts_its_ca(
             again.certificates[deployment].certificate == green.certificates[deployment].certificate
         )
     finally:
-        # Applier.prune sends a DELETE body the client cannot encode (reported); delete directly.
-        for _, refs in applied:
-            for ref in reversed(refs):
-                resource = api.resource(ref.api_version, ref.kind)
-                with contextlib.suppress(NotFound):
-                    api.request("DELETE", resource.path(ref.namespace, ref.name))
+        # Uninstall as a BundleDeployment deletion does: prune everything it applied.
+        for applier, refs in applied:
+            applier.prune(refs, [], crd_policy=CRD_POLICY_DELETE)
