@@ -21,6 +21,9 @@ class Version:
     replaces: str = ""
     requires: tuple[tuple[str, str], ...] = ()
     """(package, blang range) pairs: ``olm.package.required``."""
+    mediatype: str = "plain+v0"
+    files: tuple[tuple[str, str], ...] = ()
+    """The image's files (path, text) instead of ``manifests/objects.yaml`` (e.g. a chart)."""
 
 
 @dataclass
@@ -42,6 +45,12 @@ class Publisher:
             Entry("manifests/", kind=tarfile.DIRTYPE),
             file("manifests/objects.yaml", version.manifests),
         ]
+        if version.files:
+            directories = sorted(
+                {path.rsplit("/", 1)[0] + "/" for path, _ in version.files if "/" in path}
+            )
+            entries = [Entry(d, kind=tarfile.DIRTYPE) for d in directories]
+            entries += [file(path, text) for path, text in version.files]
         self.pusher.image(package, version.version, [entries])
         self.packages.setdefault(package, []).append(version)
 
@@ -67,7 +76,7 @@ class Publisher:
                         "type": "olm.package",
                         "value": {"packageName": package, "version": v.version},
                     },
-                    {"type": "olm.bundle.mediatype", "value": "plain+v0"},
+                    {"type": "olm.bundle.mediatype", "value": v.mediatype},
                 ]
                 properties += [
                     {"type": "olm.package.required", "value": {"packageName": p, "versionRange": r}}

@@ -363,3 +363,51 @@ def test_package_removed_from_the_spec_is_uninstalled(env: Env) -> None:
     wait_for(lambda: env.config_map_data("db") is None, timeout=60, what="db uninstalled")
     assert list(env.children(name)) == [f"{name}-web"]
     assert env.config_map_data("web") == {"version": "1"}
+
+
+def _chart(version: str, namespace: str) -> tuple[tuple[str, str], ...]:
+    chart = f"apiVersion: v2\nname: web-chart\nversion: {version}\n"
+    values = f"greeting: hello from chart {version}\n"
+    template = (
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: chart-web\n"
+        f"  namespace: {namespace}\n"
+        "data:\n  greeting: {{ .Values.greeting | quote }}\n"
+        "  release: {{ .Release.Name | quote }}\n"
+    )
+    return (
+        ("Chart.yaml", chart),
+        ("values.yaml", values),
+        ("templates/cm.yaml", template),
+    )
+
+
+def test_helm_charts_in_catalogs_resolve_and_pivot(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bundle whose olm.bundle.mediatype is helm installs and upgrades like the others."""
+    from tests.tools import tool
+
+    monkeypatch.setenv("PIVOTER_HELM", str(tool("helm")))
+    ns = env.namespace
+    env.publisher.add(
+        "web-chart", Version("1.0.0", "", mediatype="helm", files=_chart("1.0.0", ns))
+    )
+    env.publish()
+    env.catalog()
+    name = env.resolution([{"name": "web-chart"}])
+    env.wait(name, _ready_at(1), what="the chart installed")
+    bd = env.children(name)[f"{name}-web-chart"]
+    assert bd["spec"]["provisionerClassName"] == "core-rukpak-io-helm"
+    assert env.config_map_data("chart-web") == {
+        "greeting": "hello from chart 1.0.0",
+        "release": "web-chart",
+    }
+    env.publisher.add(
+        "web-chart",
+        Version("1.1.0", "", mediatype="helm", files=_chart("1.1.0", ns), replaces="1.0.0"),
+    )
+    env.publish()
+    env.wait(name, _ready_at(2), what="the chart upgraded")
+    data = env.config_map_data("chart-web")
+    assert data is not None
+    assert data["greeting"] == "hello from chart 1.1.0"
