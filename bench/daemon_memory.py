@@ -4,10 +4,11 @@ installed and watched (drift correction keeps one shared informer per managed ki
 
 A real ``pivoter run`` process runs against a private control plane (``tests.cluster``) or the
 cluster of ``--kubeconfig``; its ``VmRSS``/``VmHWM`` are read from ``/proc`` once everything is
-Installed, then sampled every 5 s for ``--settle`` seconds while nothing changes (median
-reported), with the CPU time used in that window.
+Installed, then (after ``--warmup`` seconds) sampled every 5 s for ``--settle`` seconds while
+nothing changes (median reported), with the CPU time used in that window.
 
-Usage: python bench/daemon_memory.py [--generated 200] [--settle 60] [--kubeconfig FILE]
+Usage: python bench/daemon_memory.py [--generated 200] [--warmup 0] [--settle 60]
+       [--kubeconfig FILE]
 Prints a Markdown table for docs/benchmarks/daemon-memory.md.
 """
 
@@ -139,7 +140,9 @@ def _installed(kube: Kube, names: list[str]) -> int:
     return done
 
 
-def run(kubeconfig: Path, generated: int, settle: float, work: Path) -> dict[str, Any]:
+def run(
+    kubeconfig: Path, generated: int, settle: float, work: Path, warmup: float = 0.0
+) -> dict[str, Any]:
     api_client = load_client(kubeconfig=str(kubeconfig))
     kube = Kube(api_client)
     crds = [yaml.safe_load(p.read_text()) for p in sorted((ROOT / "crds").glob("*.yaml"))]
@@ -200,6 +203,7 @@ def run(kubeconfig: Path, generated: int, settle: float, work: Path) -> dict[str
             time.sleep(2)
         installed_after = time.monotonic() - start
         peak_after_install = _status(daemon.pid)
+        time.sleep(warmup)
         cpu_before = _cpu_seconds(daemon.pid)
         samples = []
         t0 = time.monotonic()
@@ -228,16 +232,19 @@ def run(kubeconfig: Path, generated: int, settle: float, work: Path) -> dict[str
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--generated", type=int, default=200)
+    parser.add_argument("--warmup", type=float, default=0.0, help="seconds to wait first")
     parser.add_argument("--settle", type=float, default=60.0)
     parser.add_argument("--kubeconfig", type=Path)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="pivoter-bench-") as tmp:
         if args.kubeconfig:
-            result = run(args.kubeconfig, args.generated, args.settle, Path(tmp))
+            result = run(args.kubeconfig, args.generated, args.settle, Path(tmp), args.warmup)
         else:
             cluster = TestCluster.start()
             try:
-                result = run(cluster.kubeconfig, args.generated, args.settle, Path(tmp))
+                result = run(
+                    cluster.kubeconfig, args.generated, args.settle, Path(tmp), args.warmup
+                )
             finally:
                 cluster.stop()
     print(
