@@ -20,6 +20,7 @@ from typing import Any
 from pivoter.controllers.bundle import BUNDLES, BundleReconciler
 from pivoter.httpserving import BackgroundHTTPServer
 from pivoter.kube import Kube, KubeError, NotFound, Resource
+from pivoter.kube.access import Subject, subject_access_review
 from provisioners.store import StoreError
 
 __all__ = ["Authorizer", "ContentServer", "KubeAuthorizer"]
@@ -27,9 +28,6 @@ __all__ = ["Authorizer", "ContentServer", "KubeAuthorizer"]
 log = logging.getLogger(__name__)
 
 TOKEN_REVIEWS = Resource("authentication.k8s.io/v1", "TokenReview", "tokenreviews", False)
-ACCESS_REVIEWS = Resource(
-    "authorization.k8s.io/v1", "SubjectAccessReview", "subjectaccessreviews", False
-)
 _PATH = re.compile(r"^/bundles/(?P<name>[a-z0-9]([-a-z0-9.]*[a-z0-9])?)\.tgz$")
 
 UNAUTHENTICATED = "the bearer token is not valid (TokenReview did not authenticate it)"
@@ -59,21 +57,16 @@ class KubeAuthorizer:
         if not status.get("authenticated"):
             return False, UNAUTHENTICATED
         user = status.get("user") or {}
-        access = self.kube.create(
-            ACCESS_REVIEWS,
-            {
-                "apiVersion": "authorization.k8s.io/v1",
-                "kind": "SubjectAccessReview",
-                "spec": {
-                    "user": user.get("username", ""),
-                    "groups": user.get("groups") or [],
-                    "uid": user.get("uid", ""),
-                    "extra": user.get("extra") or {},
-                    "nonResourceAttributes": {"path": path, "verb": "get"},
-                },
-            },
+        subject = Subject(
+            username=str(user.get("username", "")),
+            groups=user.get("groups") or [],
+            uid=str(user.get("uid", "")),
+            extra=user.get("extra") or {},
         )
-        if (access.get("status") or {}).get("allowed"):
+        allowed, _ = subject_access_review(
+            self.kube, subject, non_resource={"path": path, "verb": "get"}
+        )
+        if allowed:
             return True, ""
         return False, f"{user.get('username', '?')} may not get {path}"
 

@@ -21,6 +21,7 @@ from typing import Any
 from pivoter.controllers.bundle import BUNDLES
 from pivoter.httpserving import BackgroundHTTPServer
 from pivoter.kube import Kube, KubeError, NotFound, Resource
+from pivoter.kube.access import Subject, subject_access_review
 from pivoter.webhook.bundledeployments import validate_bundle_deployment
 from pivoter.webhook.bundles import validate_bundle
 from pivoter.webhook.configmaps import validate_config_map
@@ -31,9 +32,6 @@ __all__ = ["PATHS", "WebhookServer"]
 log = logging.getLogger(__name__)
 
 CONFIG_MAPS = Resource("v1", "ConfigMap", "configmaps", namespaced=True)
-ACCESS_REVIEWS = Resource(
-    "authorization.k8s.io/v1", "SubjectAccessReview", "subjectaccessreviews", False
-)
 PATHS = {
     "bundles": "/validate-bundles",
     "configmaps": "/validate-configmaps",
@@ -109,22 +107,8 @@ class WebhookServer:
 
     def can(self, request: Request, attributes: Mapping[str, str]) -> tuple[bool, str]:
         """A SubjectAccessReview for the requesting user."""
-        review = self.kube.create(
-            ACCESS_REVIEWS,
-            {
-                "apiVersion": "authorization.k8s.io/v1",
-                "kind": "SubjectAccessReview",
-                "spec": {
-                    "user": request.username,
-                    "groups": list(request.groups),
-                    "uid": request.uid_of_user,
-                    "extra": dict(request.extra),
-                    "resourceAttributes": dict(attributes),
-                },
-            },
-        )
-        status = review.get("status") or {}
-        return bool(status.get("allowed")), str(status.get("reason") or "")
+        subject = Subject(request.username, request.groups, request.uid_of_user, request.extra)
+        return subject_access_review(self.kube, subject, resource=attributes)
 
     def decide(self, path: str, review: Mapping[str, Any]) -> dict[str, Any]:
         """The AdmissionReview answer to ``review`` posted at ``path``."""
