@@ -43,6 +43,26 @@ TYPE_READY = "Ready"
 DURATION = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$"
 
 
+def shared_dependencies() -> Schema:
+    """``status.sharedDependencies`` of an input (Resolution and PlatformOperator)."""
+    return array(
+        "pivoter: bundles other inputs install that this input's selection depends on (a shared "
+        "dependency is installed once, by the input that selected it first).",
+        obj(
+            "One shared dependency.",
+            {
+                "package": string("Package."),
+                "version": string("Version installed."),
+                "bundle": string("Bundle name."),
+                "providedBy": string("The input that installs it, Kind/name."),
+                "requiredBy": array(
+                    "This input's packages that require it.", string("A package name.")
+                ),
+            },
+        ),
+    )
+
+
 def catalog_crd() -> Schema:
     """The ``catalogs.pivoter.io`` CRD."""
     source = obj(
@@ -228,6 +248,7 @@ def resolution_crd() -> Schema:
             "selection": array("The bundles of the current selection.", selected),
             "selectionHash": string("Hash of the current selection."),
             "explanation": string("Why nothing fits, when resolution is unsatisfiable."),
+            "sharedDependencies": shared_dependencies(),
             "activeRevision": integer("The ResolveSet revision installed now."),
             "lastAttemptedRevision": integer("The ResolveSet revision last pivoted to."),
             "lastSuccessfulRevision": integer("The last revision that became Healthy."),

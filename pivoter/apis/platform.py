@@ -7,6 +7,7 @@ installs it through the same path as a Resolution.
 from __future__ import annotations
 
 from pivoter.apis._schema import Schema, column, conditions, crd, free_form, integer, obj, string
+from pivoter.apis.pivoter import shared_dependencies
 
 GROUP = "platform.openshift.io"
 VERSION = "v1alpha1"
@@ -50,6 +51,7 @@ def platform_operator_crd() -> Schema:
                 required=["name"],
             ),
             "observedGeneration": integer("pivoter: the generation last processed."),
+            "sharedDependencies": shared_dependencies(),
             "activeRevision": integer("pivoter: the ResolveSet revision installed now."),
             "lastAttemptedRevision": integer("pivoter: the ResolveSet revision last pivoted to."),
             "lastSuccessfulRevision": integer("pivoter: the last revision that became Healthy."),

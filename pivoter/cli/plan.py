@@ -1,7 +1,8 @@
 """``pivoter plan INPUT``: what the next pivot of an input would do, without doing it.
 
 Shows the plan the controller published (``status.pendingPlan``: a Manual input waiting for
-approval, or a paused one); otherwise compares the newest stored revision with the active one.
+approval, with the objects its bundles add, remove and move and the result of their server-side
+dry run; or a paused one); otherwise compares the newest stored revision with the active one.
 It does not resolve: the daemon's catalog cache is not reachable from the command line.
 """
 
@@ -57,7 +58,20 @@ def current_plan(target: Target) -> dict[str, Any]:
 def _human(data: dict[str, Any]) -> str:
     if not data.get("pending"):
         return f"nothing to do: revision {data.get('revision')} is active"
-    return f"revision {data['revision']} (from {data.get('fromRevision')}): {summary(data)}"
+    lines = [f"revision {data['revision']} (from {data.get('fromRevision')}): {summary(data)}"]
+    objects = data.get("objects") or {}
+    for key in ("pending", "problem", "dryRun"):
+        if objects.get(key):
+            lines.append(f"  {key}: {objects[key]}")
+    for sign, key in (("+", "added"), ("-", "removed"), ("~", "moved")):
+        for item in objects.get(key) or []:
+            where = f"{item['namespace']}/{item['name']}" if item.get("namespace") else item["name"]
+            origin = f" (from {item['fromPackage']})" if item.get("fromPackage") else ""
+            lines.append(f"  {sign} {item['kind']} {where} [{item['package']}]{origin}")
+        hidden = (objects.get("counts") or {}).get(key, 0) - len(objects.get(key) or [])
+        if hidden > 0:
+            lines.append(f"  {sign} ... and {hidden} more")
+    return "\n".join(lines)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -35,9 +35,10 @@ from pivoter.kube import (
     Unavailable,
     load_client,
 )
+from pivoter.kube.identities import Identities
 from pivoter.observability import EndpointsError, Metrics, parse_address, setup_logging
 from pivoter.observability.logs import LEVELS
-from pivoter.pivot import PivotRecord
+from pivoter.pivot import PivotRecord, Preparer
 
 log = logging.getLogger("pivoter.run")
 
@@ -203,17 +204,23 @@ def _setup_product(manager: Manager, args: argparse.Namespace, namespace: str) -
         read_olm = False
     cache = catalogs.setup(manager, namespace=namespace, recorder=recorder, read_olm=read_olm)
     revisions = resolvesets.setup(manager, namespace=namespace)
+    preparer = Preparer(manager.kube, bundles, Identities(manager.kube))
     # An input kind whose CRD is not installed would keep the informers from ever syncing (and
     # every controller from starting): set up only the served ones (all of them when the API
     # server cannot be asked; deploy/ installs every CRD).
     inputs = []
     if not read_olm or _served(manager, resolutions.RESOLUTIONS):
-        inputs.append(resolutions.setup(manager, cache=cache, store=revisions, recorder=recorder))
+        inputs.append(
+            resolutions.setup(
+                manager, cache=cache, store=revisions, preparer=preparer, recorder=recorder
+            )
+        )
     if not read_olm or _served(manager, platformoperators.PLATFORM_OPERATORS):
         operators = platformoperators.setup(
             manager,
             cache=cache,
             store=revisions,
+            preparer=preparer,
             settings=platformoperators.Settings(
                 service_account=_service_account(args.platform_operator_service_account)
             ),

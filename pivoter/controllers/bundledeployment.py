@@ -92,10 +92,15 @@ def generated_bundle_name(bd_name: str, hash_: str) -> str:
 class InstallBlocked(Exception):
     """The reconcile cannot go on; ``condition`` and ``reason`` say where it stopped."""
 
-    def __init__(self, condition: str, reason: str, message: str) -> None:
+    def __init__(
+        self, condition: str, reason: str, message: str, partial: list[ObjectRef] | None = None
+    ) -> None:
         super().__init__(message)
         self.condition = condition
         self.reason = reason
+        self.partial = partial or []
+        """Objects a failed apply created before it stopped: added to the inventory, so that
+        the next successful apply (or the uninstall) prunes them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,6 +245,11 @@ class BundleDeploymentReconciler:
         try:
             outcome = self._converge(bd, bundle, steady=self._is_steady(bd, bundle_name))
         except InstallBlocked as exc:
+            if exc.partial:
+                known = [ObjectRef.from_dict(d) for d in status.get("inventory") or []]
+                extra = [ref for ref in exc.partial if ref not in known]
+                if extra:
+                    status["inventory"] = [ref.as_dict() for ref in known + extra]
             condition(exc.condition, FALSE, exc.reason, str(exc))
             if exc.condition == rukpak.TYPE_INSTALLED:
                 condition(
@@ -484,7 +494,16 @@ class BundleDeploymentReconciler:
                 # A dry run first: the API server authorizes every object as the service
                 # account, so a missing right fails the install before anything is created.
                 applier.apply(content.objects, adopt=adopt, dry_run=True)
-            result = applier.apply(content.objects, adopt=adopt)
+            try:
+                result = applier.apply(content.objects, adopt=adopt)
+            except ApplyError as exc:
+                raise InstallBlocked(
+                    rukpak.TYPE_INSTALLED,
+                    rukpak.REASON_UPGRADE_FAILED if upgrading else rukpak.REASON_INSTALL_FAILED,
+                    f"Failed to {'upgrade to' if upgrading else 'install'} bundle "
+                    f"{bundle_name}: {exc}",
+                    partial=exc.applied,
+                ) from exc
             refs = [ref_of(obj) for obj in content.objects]
             pruned = applier.prune(
                 previous, refs, crd_policy=str(spec.get("crdDeletionPolicy") or "Keep")

@@ -28,6 +28,7 @@ from pivoter.pivot.naming import (
     child_name,
     children_selector,
 )
+from pivoter.pivot.prepare import Pending, Prepared, PrepareFailed, Preparer
 from pivoter.pivot.state import Phase, PivotRecord
 
 __all__ = [
@@ -42,10 +43,14 @@ __all__ = [
     "ChildState",
     "Children",
     "Event",
+    "Pending",
     "Phase",
     "PivotMachine",
     "PivotPlan",
     "PivotRecord",
+    "PrepareFailed",
+    "Prepared",
+    "Preparer",
     "StepResult",
     "UninstallableBundle",
     "child_labels",

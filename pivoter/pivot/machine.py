@@ -3,11 +3,17 @@
 :meth:`PivotMachine.run` drives one pivot of an input from one ResolveSet revision to another
 (docs/pivot.md has the diagram)::
 
-    Applying -> Waiting -> Pruning -> Succeeded
-                   |
-                   +-- a bundle failed, or the progress deadline passed
-                         -> RollingBack -> RolledBack     (automatic rollback, the default)
-                         -> Failed                        (no rollback, or the rollback failed)
+    Preparing -> Applying -> Waiting -> Pruning -> Succeeded
+        |            |          |
+        +------------+----------+-- a bundle failed, or the progress deadline passed
+                                      -> RollingBack -> RolledBack  (automatic rollback, default)
+                                      -> Failed                     (no rollback, or it failed)
+
+``Preparing`` unpacks every bundle, renders its objects, orders the bundles (providers of APIs
+and namespaces first) and dry-runs every object on the API server
+(:mod:`pivoter.pivot.prepare`): a bundle that fails there fails the pivot before any child
+changes. ``Applying`` applies the children wave by wave, each wave once the previous ones are
+installed.
 
 Each transition is persisted through the caller's ``persist`` callback *before* the next
 phase's action runs, and every action is idempotent, so a daemon killed anywhere resumes the
@@ -33,6 +39,7 @@ from pivoter.pivot.children import (
     desired_child,
 )
 from pivoter.pivot.naming import ANNOTATION_BUNDLE, ANNOTATION_REVISION
+from pivoter.pivot.prepare import Pending, Prepared, PrepareFailed, Preparer
 from pivoter.pivot.state import Phase, PivotRecord
 from pivoter.resolvesets import InputRef
 from resolver.resolveset import Entry, ResolveSet
@@ -42,6 +49,8 @@ __all__ = ["Event", "PivotMachine", "PivotPlan", "StepResult"]
 log = logging.getLogger(__name__)
 
 POLL_SECONDS = 2.0
+PREPARE_POLL_SECONDS = 1.0
+"""How often a pivot looks at Bundles being unpacked (the input does not watch Bundles)."""
 DEFAULT_FAILURE_GRACE = 5.0
 """How long a child must stay failed, with no other child still pending, before the pivot is
 declared failed: children are applied together, so a consumer may fail once before its
@@ -80,6 +89,7 @@ class PivotMachine:
     """Carries pivots of one input to an end; see the module docstring."""
 
     children: Children
+    preparer: Preparer
     clock: Callable[[], float] = time.time
     failure_grace: float = DEFAULT_FAILURE_GRACE
     on_transition: Callable[[PivotRecord], None] | None = None
@@ -87,7 +97,7 @@ class PivotMachine:
 
     def start(self, revision: int, previous: int | None) -> PivotRecord:
         """A new pivot to ``revision``, reverting to ``previous`` on failure."""
-        return PivotRecord(Phase.APPLYING, revision, previous, started=self.clock())
+        return PivotRecord(Phase.PREPARING, revision, previous, started=self.clock())
 
     def run(
         self,
@@ -112,8 +122,14 @@ class PivotMachine:
                     before.phase.value,
                     result.record.phase.value,
                 )
-                result.events.append(_event_for(plan, result.record))
+                event = _event_for(plan, result.record)
+                if event is not None:
+                    result.events.append(event)
             persist(result.record)
+            if result.record.phase.terminal:
+                released = self.preparer.release(plan.ref, self.children.list())
+                if released:
+                    log.info("%s: released unused Bundles %s", plan.ref, ", ".join(released))
             if self.on_transition is not None:
                 self.on_transition(result.record)
             if result.requeue_after is not None:
@@ -125,15 +141,10 @@ class PivotMachine:
     def _act(self, plan: PivotPlan, result: StepResult) -> None:
         record = result.record
         result.requeue_after = None
-        if record.phase is Phase.APPLYING:
-            try:
-                desired = [self._desired(plan, e, record.revision) for e in plan.target.entries]
-            except UninstallableBundle as exc:
-                self._fail(plan, result, exc.bundle, str(exc))
-                return
-            for child in desired:
-                self.children.apply(child)
-            result.record = record.to(Phase.WAITING)
+        if record.phase is Phase.PREPARING:
+            self._prepare(plan, result)
+        elif record.phase is Phase.APPLYING:
+            self._apply_wave(plan, result)
         elif record.phase is Phase.WAITING:
             self._wait(plan, result)
         elif record.phase is Phase.PRUNING:
@@ -144,6 +155,60 @@ class PivotMachine:
                 result.record = record.to(Phase.SUCCEEDED, failing_since=None)
         elif record.phase is Phase.ROLLING_BACK:
             self._roll_back(plan, result)
+
+    def _prepare(self, plan: PivotPlan, result: StepResult) -> None:
+        record = result.record
+        try:
+            desired = [self._desired(plan, e, record.revision) for e in plan.target.entries]
+            prepared = self.preparer.prepare(desired, owner=plan.owner)
+        except UninstallableBundle as exc:
+            self._fail(plan, result, exc.bundle, str(exc))
+            return
+        except PrepareFailed as exc:
+            why = f"bundle {exc.bundle} of package {exc.package} cannot be installed: {exc}"
+            self._fail(plan, result, exc.bundle, why)
+            return
+        if isinstance(prepared, Pending):
+            if self.clock() - record.started > plan.deadline_seconds:
+                why = (
+                    f"the progress deadline of {plan.deadline_seconds:.0f}s passed while "
+                    f"{prepared.summary()}"
+                )
+                self._fail(plan, result, prepared.waiting[0], why)
+                return
+            result.requeue_after = PREPARE_POLL_SECONDS
+            return
+        result.record = record.to(Phase.APPLYING, waves=prepared.waves, applied_waves=0)
+        result.events.append(_prepared_event(record.revision, prepared))
+
+    def _apply_wave(self, plan: PivotPlan, result: StepResult) -> None:
+        """Apply the next wave of children once every earlier wave is installed."""
+        record = result.record
+        waves = record.waves or (tuple(e.package for e in plan.target.entries),)
+        done = min(record.applied_waves, len(waves))
+        if done:
+            earlier = [p for wave in waves[:done] for p in wave]
+            existing = self.children.list()
+            reports = [self.children.report(p, existing.get(p)) for p in earlier]
+            result.reports = reports
+            if not all(r.state in (ChildState.READY, ChildState.UNHEALTHY) for r in reports):
+                self._keep_waiting(plan, result, reports)
+                return
+        wave = set(waves[done]) if done < len(waves) else set()
+        try:
+            desired = [
+                self._desired(plan, e, record.revision)
+                for e in plan.target.entries
+                if e.package in wave
+            ]
+        except UninstallableBundle as exc:
+            self._fail(plan, result, exc.bundle, str(exc))
+            return
+        for child in desired:
+            self.preparer.hand_over(self.children.apply(child))
+        applied = done + 1
+        phase = Phase.WAITING if applied >= len(waves) else Phase.APPLYING
+        result.record = record.to(phase, applied_waves=applied, failing_since=None)
 
     def _wait(self, plan: PivotPlan, result: StepResult) -> None:
         record = result.record
@@ -160,13 +225,22 @@ class PivotMachine:
         if states == {ChildState.READY}:
             result.record = record.to(Phase.PRUNING, failing_since=None)
             return
+        self._keep_waiting(plan, result, reports)
+
+    def _keep_waiting(
+        self, plan: PivotPlan, result: StepResult, reports: list[ChildReport]
+    ) -> None:
+        """Wait on the children of ``reports``: fail the pivot on a child that stays failed or
+        when the progress deadline passes, else look again later."""
+        record = result.record
+        states = {r.state for r in reports}
         now = self.clock()
         failed = [r for r in reports if r.state is ChildState.FAILED]
         pending = states & {ChildState.PENDING, ChildState.UNPACK_PENDING, ChildState.MISSING}
         why = ""
         if failed and not pending:
             if record.failing_since is None:
-                result.record = record.to(Phase.WAITING, failing_since=now)
+                result.record = record.to(record.phase, failing_since=now)
                 result.requeue_after = self.failure_grace
                 return
             if now - record.failing_since >= self.failure_grace:
@@ -178,7 +252,7 @@ class PivotMachine:
             )
         if not why:
             if not failed and record.failing_since is not None:
-                result.record = record.to(Phase.WAITING, failing_since=None)
+                result.record = record.to(record.phase, failing_since=None)
             result.requeue_after = POLL_SECONDS
             return
         culprit = (failed or [r for r in reports if r.state is not ChildState.READY])[0]
@@ -284,7 +358,11 @@ def _failure_message(plan: PivotPlan, report: ChildReport) -> str:
     )
 
 
-def _event_for(plan: PivotPlan, record: PivotRecord) -> Event:
+def _prepared_event(revision: int, prepared: Prepared) -> Event:
+    return ("Normal", "PivotPrepared", f"Prepared revision {revision}: {prepared.summary()}")
+
+
+def _event_for(plan: PivotPlan, record: PivotRecord) -> Event | None:
     revision = record.revision
     texts = {
         Phase.WAITING: ("Normal", "PivotApplied", f"Applied the bundles of revision {revision}"),
@@ -311,4 +389,4 @@ def _event_for(plan: PivotPlan, record: PivotRecord) -> Event:
             f"Pivot to revision {revision} failed: {record.message}",
         ),
     }
-    return texts.get(record.phase, ("Normal", "Pivot", f"{record.phase.value} revision {revision}"))
+    return texts.get(record.phase)

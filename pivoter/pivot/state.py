@@ -20,6 +20,7 @@ __all__ = ["Phase", "PivotRecord", "now_iso", "parse_time"]
 class Phase(enum.Enum):
     """The named states of the pivot state machine (docs/pivot.md)."""
 
+    PREPARING = "Preparing"
     APPLYING = "Applying"
     WAITING = "Waiting"
     PRUNING = "Pruning"
@@ -61,6 +62,10 @@ class PivotRecord:
     failing_since: float | None = None
     failed_bundle: str = ""
     message: str = ""
+    waves: tuple[tuple[str, ...], ...] = ()
+    """The packages in apply order (:mod:`pivoter.pivot.order`), set when Preparing ends."""
+    applied_waves: int = 0
+    """How many of :attr:`waves` have been applied."""
 
     def to(self, phase: Phase, **changes: Any) -> PivotRecord:
         """The record in ``phase`` (with other fields changed as given)."""
@@ -76,6 +81,8 @@ class PivotRecord:
             "failingSince": now_iso(self.failing_since) if self.failing_since else None,
             "failedBundle": self.failed_bundle or None,
             "message": self.message or None,
+            "waves": [list(wave) for wave in self.waves] or None,
+            "appliedWaves": self.applied_waves or None,
         }
         return data
 
@@ -99,4 +106,19 @@ class PivotRecord:
             failing_since=parse_time(data.get("failingSince")),
             failed_bundle=str(data.get("failedBundle") or ""),
             message=str(data.get("message") or ""),
+            waves=_waves(data.get("waves")),
+            applied_waves=_count(data.get("appliedWaves")),
         )
+
+
+def _waves(value: Any) -> tuple[tuple[str, ...], ...]:
+    if not isinstance(value, list):
+        return ()
+    return tuple(tuple(str(p) for p in wave) for wave in value if isinstance(wave, list))
+
+
+def _count(value: Any) -> int:
+    try:
+        return max(0, int(value or 0))
+    except (TypeError, ValueError):
+        return 0

@@ -17,8 +17,10 @@ from typing import Any
 from pivoter.apis import platform
 from pivoter.catalogs import CatalogCache, CatalogChange
 from pivoter.controller.manager import Manager
+from pivoter.controllers.bundle import BUNDLES
 from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS
 from pivoter.kube import EventRecorder, Resource
+from pivoter.pivot import Preparer
 from pivoter.platformoperators.status import platform_operator_status
 from pivoter.resolutions import (
     ANNOTATION_PINNED_REVISION,
@@ -29,6 +31,7 @@ from pivoter.resolutions import (
     Kind,
     children_of,
 )
+from pivoter.resolutions.dependents import dependents_of
 from pivoter.resolutions.metrics import InputMetrics
 from pivoter.resolvesets import InputRef, RevisionStore
 from resolver.rules.inputs import PackageRequest
@@ -76,18 +79,32 @@ def setup(
     *,
     cache: CatalogCache,
     store: RevisionStore,
+    preparer: Preparer,
     settings: Settings | None = None,
     recorder: EventRecorder | None = None,
     workers: int = 1,
 ) -> InputReconciler:
     """Register the PlatformOperator controller; return its reconciler."""
-    engine = Engine(manager.kube, cache, store, metrics=InputMetrics.of(manager.metrics.registry))
+    engine = Engine(
+        manager.kube,
+        cache,
+        store,
+        preparer=preparer,
+        metrics=InputMetrics.of(manager.metrics.registry),
+    )
     kind = platform_operator_kind(settings or Settings())
     reconciler = InputReconciler(manager.kube, engine, kind, recorder=recorder)
     controller = manager.controller(CONTROLLER_NAME, reconciler.reconcile, workers=workers)
     operators = manager.informer_for(PLATFORM_OPERATORS)
     controller.watch(operators)
     controller.watch(manager.informer_for(BUNDLE_DEPLOYMENTS), children_of("PlatformOperator"))
+    # Joint resolution: another input's child changed, re-resolve the inputs that depend on it.
+    controller.watch(
+        manager.informer_for(BUNDLE_DEPLOYMENTS),
+        dependents_of("PlatformOperator", operators.store.list),
+    )
+    # A pivot that is Preparing waits for its Bundles to unpack.
+    controller.watch(manager.informer_for(BUNDLES), children_of("PlatformOperator"))
 
     def catalog_changed(_: CatalogChange) -> None:
         for obj in operators.store.list():

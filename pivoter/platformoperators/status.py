@@ -16,6 +16,7 @@ from pivoter.apis import platform
 from pivoter.controllers.conditions import FALSE, TRUE, set_condition
 from pivoter.pivot import ChildState, child_name
 from pivoter.resolutions.engine import Outcome, Status3
+from pivoter.resolutions.status import shared_dependencies
 from pivoter.resolvesets import InputRef
 
 __all__ = ["installed_condition", "platform_operator_status"]
@@ -71,5 +72,6 @@ def platform_operator_status(
         "conditions": conditions,
         "activeBundleDeployment": active,
     }
+    status.update(shared_dependencies(out))
     status.update(out.record.to_status())
     return status

@@ -1,9 +1,10 @@
 """The Resolution controller: ``setup(manager, cache=..., store=...)`` for ``pivoter run``.
 
 Watches Resolutions and their child BundleDeployments (mapped back through the
-``pivoter.io/input`` annotation), and re-resolves every Resolution when a catalog's content
-changes (:meth:`pivoter.catalogs.CatalogCache.on_change`). The work is done by the shared
-:class:`~pivoter.resolutions.inputs.InputReconciler` and
+``pivoter.io/input`` annotation), re-resolves the Resolutions that depend on another input's
+child when it changes (:mod:`pivoter.resolutions.dependents`), and re-resolves every
+Resolution when a catalog's content changes (:meth:`pivoter.catalogs.CatalogCache.on_change`).
+The work is done by the shared :class:`~pivoter.resolutions.inputs.InputReconciler` and
 :class:`~pivoter.resolutions.engine.Engine`.
 """
 
@@ -15,9 +16,11 @@ from typing import Any
 from pivoter.apis import pivoter as api
 from pivoter.catalogs import CatalogCache, CatalogChange
 from pivoter.controller.manager import Manager
+from pivoter.controllers.bundle import BUNDLES
 from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS
 from pivoter.kube import EventRecorder, Object, Resource
-from pivoter.pivot import ANNOTATION_INPUT
+from pivoter.pivot import ANNOTATION_INPUT, Preparer
+from pivoter.resolutions.dependents import dependents_of
 from pivoter.resolutions.engine import Engine
 from pivoter.resolutions.inputs import InputReconciler, Kind
 from pivoter.resolutions.metrics import InputMetrics
@@ -58,16 +61,30 @@ def setup(
     *,
     cache: CatalogCache,
     store: RevisionStore,
+    preparer: Preparer,
     recorder: EventRecorder | None = None,
     workers: int = 2,
 ) -> InputReconciler:
     """Register the Resolution controller; return its reconciler."""
-    engine = Engine(manager.kube, cache, store, metrics=InputMetrics.of(manager.metrics.registry))
+    engine = Engine(
+        manager.kube,
+        cache,
+        store,
+        preparer=preparer,
+        metrics=InputMetrics.of(manager.metrics.registry),
+    )
     reconciler = InputReconciler(manager.kube, engine, resolution_kind(), recorder=recorder)
     controller = manager.controller(CONTROLLER_NAME, reconciler.reconcile, workers=workers)
     resolutions = manager.informer_for(RESOLUTIONS)
     controller.watch(resolutions)
     controller.watch(manager.informer_for(BUNDLE_DEPLOYMENTS), children_of("Resolution"))
+    # Joint resolution: another input's child changed, re-resolve the inputs that depend on it.
+    controller.watch(
+        manager.informer_for(BUNDLE_DEPLOYMENTS),
+        dependents_of("Resolution", resolutions.store.list),
+    )
+    # A pivot that is Preparing waits for its Bundles to unpack.
+    controller.watch(manager.informer_for(BUNDLES), children_of("Resolution"))
 
     def catalog_changed(_: CatalogChange) -> None:
         for obj in resolutions.store.list():

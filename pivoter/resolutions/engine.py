@@ -7,8 +7,9 @@ returned :class:`Outcome` as their own status. One reconcile:
 1. **conflict**: a requested package already installed by another input stops here;
 2. a **pivot in progress** is carried on (:class:`pivoter.pivot.PivotMachine`), nothing else;
 3. the **target**: the pinned revision, or a new resolution from the selected catalogs with the
-   active revision as installed state, written as a revision (an identical selection writes
-   nothing);
+   active revision as installed state and what the other inputs selected as held choices
+   (:mod:`pivoter.resolutions.held`: shared dependencies are theirs, never a second copy),
+   written as a revision (an identical selection writes nothing);
 4. **decide**: already active (observe the children; re-create one deleted by hand), blocked
    (the revision failed, within its backoff, and no retry was asked), paused, waiting for a
    Manual approval, or start a pivot;
@@ -24,14 +25,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pivoter.catalogs import CatalogCache
-from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS
 from pivoter.kube import Kube
 from pivoter.pivot import (
     ANNOTATION_BUNDLE,
-    ANNOTATION_INPUT,
-    ANNOTATION_PACKAGE,
     ANNOTATION_VERSION,
-    LABEL_PACKAGE,
     Children,
     ChildReport,
     ChildState,
@@ -40,15 +37,18 @@ from pivoter.pivot import (
     PivotMachine,
     PivotPlan,
     PivotRecord,
+    Preparer,
 )
 from pivoter.resolutions import catalogs as catalog_selection
+from pivoter.resolutions import held
 from pivoter.resolutions.metrics import InputMetrics
+from pivoter.resolutions.objectplan import objects_section
 from pivoter.resolutions.plan import plan as make_plan
 from pivoter.resolutions.plan import summary
 from pivoter.resolutions.record import Record
 from pivoter.resolutions.resolve import ResolveProblem, resolve
 from pivoter.resolutions.spec import InputSpec
-from pivoter.resolvesets import Revision, RevisionStore, label_value
+from pivoter.resolvesets import Revision, RevisionStore
 from resolver.resolveset import ResolveSet, ResolveSetError
 from resolver.rules.inputs import Installed
 
@@ -62,6 +62,9 @@ Persist = Callable[[Record], None]
 
 HEALTH_POLL = 10.0
 CONFLICT_POLL = 30.0
+PLAN_POLL = 2.0
+"""How often a plan whose bundles are still unpacking is looked at again (the Bundle watch
+usually comes first)."""
 
 
 @dataclass
@@ -76,6 +79,8 @@ class Outcome:
     explanation: str = ""
     pending_plan: dict[str, Any] | None = None
     conflict: str = ""
+    shared: list[held.SharedDependency] | None = None
+    """The held bundles the new selection depends on (None: not resolved in this pass)."""
     problem: str = ""
     """A ResolveSet revision found deleted or modified by hand, and what pivoter did."""
     reports: list[ChildReport] = field(default_factory=list)
@@ -90,6 +95,8 @@ class Engine:
     kube: Kube
     cache: CatalogCache
     store: RevisionStore
+    preparer: Preparer = field(kw_only=True)
+    """Unpacks, orders and dry-runs the bundles of a pivot (and of a plan) before they apply."""
     clock: Callable[[], float] = time.time
     failure_grace: float = 5.0
     on_transition: Callable[[PivotRecord], None] | None = None
@@ -101,7 +108,8 @@ class Engine:
         """One pass of the loop for the input ``obj``; ``persist`` writes ``record`` to status."""
         out = Outcome(record=record)
         children = Children(self.kube, spec.ref)
-        conflict = self._conflict(spec, spec.packages)
+        peers = held.Peers(()) if record.pivoting else held.observe(self.kube, spec.ref)
+        conflict = peers.conflict(spec.packages)
         if conflict and not record.pivoting:
             out.conflict = conflict
             out.resolved = ("False", "Conflict", conflict)
@@ -112,7 +120,7 @@ class Engine:
             self._continue(obj, spec, record, out, persist=persist, children=children)
             return out
         active = self._active(spec, record, out, children)
-        target = self._target(obj, spec, record, out, active=active, children=children)
+        target = self._target(obj, spec, record, out, active=active, children=children, peers=peers)
         if target is None:
             self._observe_active(spec, out, children)
             return out
@@ -143,7 +151,7 @@ class Engine:
                 if retry_at is not None:
                     out.requeue_after = max(1.0, retry_at - self.clock())
                 return out
-        dependency_conflict = self._conflict(spec, [e.package for e in target_rs.entries])
+        dependency_conflict = peers.conflict([e.package for e in target_rs.entries])
         if dependency_conflict:
             out.conflict = dependency_conflict
             out.requeue_after = CONFLICT_POLL
@@ -165,6 +173,9 @@ class Engine:
             and number != record.active
             and not spec.approves(number, target_rs.selection_hash)
         ):
+            plan["objects"] = self._plan_objects(
+                obj, spec, children, target=target_rs, number=number, out=out
+            )
             out.pending_plan = plan
             out.progressing = (
                 "False",
@@ -188,11 +199,38 @@ class Engine:
         self._continue(obj, spec, record, out, persist=persist, children=children)
         return out
 
+    def _plan_objects(
+        self,
+        obj: Mapping[str, Any],
+        spec: InputSpec,
+        children: Children,
+        *,
+        target: ResolveSet,
+        number: int,
+        out: Outcome,
+    ) -> dict[str, Any]:
+        """The objects section of the plan to ``number`` (computed once per selection)."""
+        published = (obj.get("status") or {}).get("pendingPlan") or {}
+        section = published.get("objects")
+        if (
+            published.get("selectionHash") == target.selection_hash
+            and isinstance(section, dict)
+            and "pending" not in section
+        ):
+            return section
+        section, pending = objects_section(
+            self.preparer, children, spec, owner=obj, target=target, revision=number
+        )
+        if pending:
+            out.requeue_after = PLAN_POLL
+        return section
+
     # -- pivots ----------------------------------------------------------------------------------
 
     def _machine(self, children: Children) -> PivotMachine:
         return PivotMachine(
             children,
+            self.preparer,
             clock=self.clock,
             failure_grace=self.failure_grace,
             on_transition=self.on_transition,
@@ -299,6 +337,7 @@ class Engine:
         *,
         active: ResolveSet | None,
         children: Children,
+        peers: held.Peers,
     ) -> tuple[Revision, ResolveSet] | None:
         if spec.pinned is not None:
             revision = self.store.get(spec.ref, spec.pinned)
@@ -325,9 +364,13 @@ class Engine:
         dropped = set(record.requested) - set(spec.packages)
         installed = [i for i in installed if i.package not in dropped]
         began = time.monotonic()
+        # What the input requests or installs itself is never held by another: a duplicate
+        # there is a conflict (step 1 and the dependency check), not a shared dependency.
+        own = set(spec.packages) | {i.package for i in installed}
         try:
             sources = catalog_selection.gather(self.kube, self.cache, spec.catalog_selector)
-            document = resolve(sources, spec.requests, installed)
+            peers = held.with_pivot_targets(peers, self.kube, self.store, spec.ref)
+            selection = resolve(sources, spec.requests, installed, held=peers.held(exclude=own))
         except catalog_selection.SelectorError as err:
             out.resolved = ("False", "InvalidSelector", str(err))
             out.selection = active
@@ -340,13 +383,18 @@ class Engine:
             self._count_resolution(spec, problem.reason, began)
             return None
         self._count_resolution(spec, "resolved", began)
-        document, orphans = _keep_installed(document, active)
+        out.shared = peers.shared(selection.shared)
+        document, orphans = _keep_installed(selection.document, active)
         revision = self.store.write(spec.ref, document, after=record.highest, owner=obj)
         note = ""
         if orphans:
             note = (
                 f"; {', '.join(orphans)} stay as installed: no selected catalog offers them any "
                 "more"
+            )
+        if out.shared:
+            note += "; shared dependencies installed by other inputs: " + ", ".join(
+                s.text() for s in out.shared
             )
         out.resolved = (
             "True",
@@ -447,33 +495,6 @@ class Engine:
 
     def _retry_asked(self, spec: InputSpec, record: Record) -> bool:
         return bool(spec.retry_token) and spec.retry_token != record.retry_token
-
-    def _conflict(self, spec: InputSpec, packages: list[str]) -> str:
-        """A message naming the first package another input already installs, or ''."""
-        if not packages:
-            return ""
-        labels = {label_value(p): p for p in packages}
-        items, _ = self.kube.list(
-            BUNDLE_DEPLOYMENTS,
-            label_selector=f"{LABEL_PACKAGE} in ({','.join(sorted(labels))})",
-        )
-        for bd in sorted(items, key=lambda b: str(b["metadata"]["name"])):
-            metadata = bd["metadata"]
-            annotations = metadata.get("annotations") or {}
-            owner = annotations.get(ANNOTATION_INPUT)
-            package = str(annotations.get(ANNOTATION_PACKAGE) or "")
-            if (
-                owner
-                and owner != str(spec.ref)
-                and package in packages
-                and not metadata.get("deletionTimestamp")
-            ):
-                return (
-                    f"package {package} is already managed by {owner} (BundleDeployment "
-                    f"{metadata['name']}); one package is managed by one input: remove it from "
-                    "one of them"
-                )
-        return ""
 
     def _collect_garbage(self, spec: InputSpec, record: Record) -> None:
         self.store.collect_garbage(

@@ -1,6 +1,8 @@
-"""One resolution of an input: its requests against its catalogs, with what is installed.
+"""One resolution of an input: its requests against its catalogs, with what is installed and
+what the other inputs hold.
 
-Returns a :class:`ResolveSet` or raises :class:`ResolveProblem` with a reason and a message a
+Returns a :class:`Selection` (the input's own ResolveSet and the held bundles it depends on) or
+raises :class:`ResolveProblem` with a reason and a message a
 person can act on (no catalog, unsatisfiable with the minimal explanation, a bad request).
 Called by :mod:`pivoter.resolutions.engine`; the resolver itself is :mod:`resolver`.
 """
@@ -8,15 +10,18 @@ Called by :mod:`pivoter.resolutions.engine`; the resolver itself is :mod:`resolv
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from resolver import profiles, resolveset
 from resolver.resolveset import ResolveSet
 from resolver.rules.inputs import (
     CatalogSource,
+    Held,
     Installed,
     PackageRequest,
     ResolutionError,
     ResolutionInput,
+    SharedChoice,
     Unsatisfiable,
 )
 
@@ -25,6 +30,7 @@ __all__ = [
     "REASON_RESOLUTION_FAILED",
     "REASON_UNSATISFIABLE",
     "ResolveProblem",
+    "Selection",
     "resolve",
 ]
 
@@ -42,14 +48,24 @@ class ResolveProblem(Exception):
         self.explanation = explanation
 
 
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """A resolution's answer: the input's own bundles, and the held bundles it depends on."""
+
+    document: ResolveSet
+    shared: tuple[SharedChoice, ...] = ()
+
+
 def resolve(
     catalogs: Sequence[tuple[CatalogSource, str]],
     requests: Sequence[PackageRequest],
     installed: Sequence[Installed],
     *,
+    held: Sequence[Held] = (),
     profile: str = profiles.DEFAULT,
-) -> ResolveSet:
-    """Resolve ``requests`` from ``catalogs`` (source, content digest) keeping ``installed``."""
+) -> Selection:
+    """Resolve ``requests`` from ``catalogs`` (source, content digest) keeping ``installed``,
+    with ``held`` (what other inputs selected) as fixed choices."""
     if not catalogs:
         raise ResolveProblem(
             REASON_NO_CATALOGS,
@@ -60,6 +76,7 @@ def resolve(
         catalogs=[source for source, _ in catalogs],
         requests=list(requests),
         installed=list(installed),
+        held=list(held),
     )
     try:
         result = profiles.get(profile)(inp)
@@ -78,6 +95,8 @@ def resolve(
             sorted([source.name, source.priority, digest] for source, digest in catalogs),
             [[r.package, list(r.channels), r.version_range, r.upgrade_policy] for r in requests],
             sorted([i.package, i.name, i.version] for i in installed),
+            sorted([h.package, h.name, h.version] for h in held),
         ]
     )
-    return resolveset.from_choices(result.choices, inputs_digest=digest, profile=profile)
+    document = resolveset.from_choices(result.choices, inputs_digest=digest, profile=profile)
+    return Selection(document, tuple(result.shared))

@@ -16,7 +16,7 @@ from pivoter.controllers.conditions import FALSE, TRUE, UNKNOWN, find, set_condi
 from pivoter.pivot import ChildReport, ChildState
 from pivoter.resolutions.engine import Outcome, Status3
 
-__all__ = ["TYPE_CONFLICT", "healthy", "installed", "resolution_status"]
+__all__ = ["TYPE_CONFLICT", "healthy", "installed", "resolution_status", "shared_dependencies"]
 
 TYPE_CONFLICT = "Conflict"
 READY_PROGRESS = ("Idle", "Succeeded")
@@ -56,6 +56,24 @@ def healthy(out: Outcome) -> Status3:
     if unhealthy:
         return FALSE, "Unhealthy", _join(unhealthy)
     return UNKNOWN, "HealthUnknown", _join([r for r in reports if r.state is not ChildState.READY])
+
+
+def shared_dependencies(out: Outcome) -> dict[str, Any]:
+    """``status.sharedDependencies`` as a merge patch: nothing when this pass did not resolve
+    (the field keeps its value), None (removed) when no dependency is shared."""
+    if out.shared is None:
+        return {}
+    listed = [
+        {
+            "package": s.package,
+            "version": s.version,
+            "bundle": s.bundle,
+            "providedBy": s.provided_by,
+            "requiredBy": list(s.required_by),
+        }
+        for s in out.shared
+    ]
+    return {"sharedDependencies": listed or None}
 
 
 def _join(reports: list[ChildReport]) -> str:
@@ -104,6 +122,7 @@ def resolution_status(obj: Mapping[str, Any], out: Outcome, generation: int) -> 
         "explanation": out.explanation or None,
         "pendingPlan": out.pending_plan,
     }
+    status.update(shared_dependencies(out))
     status.update(out.record.to_status())
     return status
 

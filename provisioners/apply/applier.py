@@ -37,6 +37,8 @@ class ApplyError(Exception):
         super().__init__(f"{ref}: {message}" if ref else message)
         self.ref = ref
         self.detail = message
+        self.applied: list[ObjectRef] = []
+        """What :meth:`Applier.apply` had applied before it failed (to be pruned later)."""
 
 
 class OwnershipConflict(ApplyError):
@@ -105,13 +107,39 @@ class Applier:
         """Apply ``objects`` in dependency order; raise :class:`ApplyError` at the first failure.
 
         With ``dry_run`` every object goes through the API server's admission and validation but
-        nothing is stored; custom resources of CRDs that are in the same set (and so not created)
-        are reported as skipped.
+        nothing is stored; custom resources of CRDs that are in the same set, and objects in
+        Namespaces that are in the same set and do not exist yet (neither is created by a dry
+        run), are reported as skipped.
         """
         result = ApplyResult()
         ordered = install_order(objects)
         self._check_unique(ordered)
         defined_here = crd_kinds(ordered)
+        new_namespaces = self._new_namespaces(ordered) if dry_run else set()
+        try:
+            self._apply_all(
+                ordered,
+                result,
+                adopt=adopt,
+                dry_run=dry_run,
+                defined_here=defined_here,
+                new_namespaces=new_namespaces,
+            )
+        except ApplyError as exc:
+            exc.applied = list(result.applied)
+            raise
+        return result
+
+    def _apply_all(
+        self,
+        ordered: list[JSONObject],
+        result: ApplyResult,
+        *,
+        adopt: bool,
+        dry_run: bool,
+        defined_here: set[tuple[str, str]],
+        new_namespaces: set[str],
+    ) -> None:
         pending_crds: list[ObjectRef] = []
         for obj in ordered:
             ref = ref_of(obj)
@@ -128,6 +156,11 @@ class Applier:
                     continue
                 raise ApplyError(exc.message, ref) from exc
             obj_ref, body = self._prepare(obj, ref, resource)
+            if obj_ref.namespace in new_namespaces:
+                result.skipped.append(
+                    (obj_ref, "its Namespace is part of this set and not created yet")
+                )
+                continue
             if not adopt:
                 self._check_owner(obj_ref, resource)
             warnings = self._apply_one(obj_ref, resource, body, dry_run=dry_run)
@@ -137,7 +170,18 @@ class Applier:
                 pending_crds.append(obj_ref)
         for crd in pending_crds:
             self._wait_established(crd)
-        return result
+
+    def _new_namespaces(self, objects: Iterable[JSONObject]) -> set[str]:
+        """The Namespaces among ``objects`` that do not exist yet."""
+        missing = set()
+        for obj in objects:
+            if obj.get("apiVersion") == "v1" and obj.get("kind") == "Namespace":
+                name = str((obj.get("metadata") or {}).get("name") or "")
+                try:
+                    self.api.request("GET", f"/api/v1/namespaces/{name}")
+                except NotFound:
+                    missing.add(name)
+        return missing
 
     def _check_unique(self, objects: Iterable[JSONObject]) -> None:
         seen: set[ObjectRef] = set()

@@ -15,8 +15,17 @@ cluster's. Among the solutions, the objective vector is minimised exactly, level
 6. the highest-priority catalog;
 7. fewest bundles;
 
-then a canonical tie-break (package, version, catalog, name). Called through
-:mod:`resolver.profiles` by the CLI and the daemon.
+then a canonical tie-break (package, version, catalog, name).
+
+**Held bundles** (:class:`~resolver.rules.inputs.Held`: what other inputs of the cluster
+selected) are fixed choices: a requirement may be met by one (it is then reported in
+``Resolution.shared``, not among the choices), no other bundle of a held package and no bundle of
+another package providing a held bundle's API may be selected (each such bundle is prohibited
+with a constraint naming the holder, so explanations say who holds what), and their own
+requirements are their holder's business, except those this resolution's installed bundles meet
+now: those must stay met (a holder never moves a shared dependency out of the range its
+dependents need). Called through :mod:`resolver.profiles` by the CLI
+and the daemon.
 """
 
 from __future__ import annotations
@@ -24,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from resolver.catalog.model import PROP_DEPRECATED, Catalog
+from resolver.catalog.model import GVK, PROP_DEPRECATED, Catalog
 from resolver.explain import Fact, RequestFact, Requirement, summarize
 from resolver.profiles.olmv1_filter import parse_user_range, version_key
 from resolver.rules.channels import is_successor
@@ -32,12 +41,14 @@ from resolver.rules.inputs import (
     Candidate,
     CatalogSource,
     Choice,
+    Held,
     Index,
     Installed,
     PackageRequest,
     Resolution,
     ResolutionError,
     ResolutionInput,
+    SharedChoice,
     Unsatisfiable,
     safe_version,
 )
@@ -69,6 +80,9 @@ LEVELS = (
 INSTALLED_CATALOG = "@installed"
 """The pseudo-catalog of installed bundles that no catalog lists any more."""
 
+HELD_CATALOG = "@held"
+"""The pseudo-catalog of held bundles that no catalog of this resolution lists."""
+
 
 def describe(cand: Candidate) -> str:
     """A bundle in domain words: name, package, version, catalog."""
@@ -96,11 +110,24 @@ class Pivoter:
         ranked = sorted(self.index.sources, key=lambda s: (-s.priority, s.name))
         self.catalog_rank = {s.name: i for i, s in enumerate(ranked)}
         self.catalog_rank[INSTALLED_CATALOG] = len(ranked)
+        self.catalog_rank[HELD_CATALOG] = len(ranked)
         self.vars: dict[str, Candidate] = {}
         self.order: list[str] = []
         self.requests: list[_Request] = []
         self.kept: list[tuple[Installed, list[Candidate]]] = []
         self.facts: dict[Constraint, Fact] = {}
+        self.held: dict[str, Held] = {}
+        for held in sorted(inp.held, key=lambda h: (h.package, h.holder, h.name)):
+            self.held.setdefault(held.package, held)
+        self.held_pseudo: list[Candidate] = []
+        self.held_apis: dict[GVK, Held] = {}
+        for held in self.held.values():
+            for cand in self._held_candidates(held):
+                if cand.catalog == HELD_CATALOG:
+                    self.held_pseudo.append(cand)
+                for api in cand.bundle.provided_apis:
+                    self.held_apis.setdefault(api, held)
+        self.requires: dict[str, list[tuple[str, ...]]] = {}
 
     # ------------------------------------------------------------------ candidates
 
@@ -129,6 +156,33 @@ class Pivoter:
                 return cand
         source = CatalogSource(INSTALLED_CATALOG, Catalog(name=INSTALLED_CATALOG))
         return Candidate(source, inst.as_bundle(), (), safe_version(inst.version))
+
+    def _held_candidates(self, held: Held) -> list[Candidate]:
+        """The held bundle as the catalogs list it (maybe in several), or a pseudo entry."""
+        found = [c for c in self.index.candidates(held.package) if c.name == held.name]
+        if found:
+            return found
+        source = CatalogSource(HELD_CATALOG, Catalog(name=HELD_CATALOG))
+        inst = held.as_installed()
+        return [Candidate(source, inst.as_bundle(), (), safe_version(inst.version))]
+
+    def _is_held(self, cand: Candidate) -> bool:
+        held = self.held.get(cand.package)
+        return held is not None and cand.name == held.name
+
+    def _held_conflict(self, cand: Candidate) -> str:
+        """Why a held bundle rules ``cand`` out ("" when none does)."""
+        held = self.held.get(cand.package)
+        if held is not None:
+            return "" if cand.name == held.name else held.text()
+        for api in cand.bundle.provided_apis:
+            other = self.held_apis.get(api)
+            if other is not None:
+                return (
+                    f"it provides API {api}, which package {other.package} "
+                    f"({other.origin()}) provides: only one package may provide an API"
+                )
+        return ""
 
     def _successor(self, cand: Candidate, inst: Installed, channels: Sequence[str]) -> bool:
         version = safe_version(inst.version)
@@ -177,6 +231,11 @@ class Pivoter:
 
     def _bundle_constraints(self, vid: str) -> list[Constraint]:
         cand = self.vars[vid]
+        if self._is_held(cand):
+            return []  # a fixed choice: its holder met its requirements
+        held = self._held_conflict(cand)
+        if held:
+            return [Prohibited(f"{describe(cand)} cannot be selected: {held}")]
         constraints: list[Constraint] = []
         if cand.bundle.prop(PROP_DEPRECATED) is not None:
             constraints.append(Prohibited(f"{describe(cand)} is marked olm.deprecated"))
@@ -203,15 +262,50 @@ class Pivoter:
             self.facts[dep] = Requirement(
                 cand.package, cand.bundle.version or cand.name, self._pred_text(pred), bool(ids)
             )
+            self.requires.setdefault(vid, []).append(ids)
             constraints.append(dep)
         return constraints
 
+    def _dependents(self) -> list[Variable]:
+        """The requirements of held bundles that this resolution's installed bundles meet now
+        (another input depends on them): they must stay met, so a holder does not move a
+        shared dependency out of its dependents' ranges. Requirements a held bundle meets are
+        left alone, and so are held bundles no catalog lists (their requirements are unknown)."""
+        installed = [self._installed_candidate(i) for i in self.inp.installed if i.package]
+        variables: list[Variable] = []
+        for package, held in sorted(self.held.items()):
+            cand = self._held_candidates(held)[0]
+            if cand.catalog == HELD_CATALOG:
+                continue
+            try:
+                preds = list(requirements(cand.bundle))
+            except PredicateError:
+                continue  # its holder reports it
+            for n, pred in enumerate(preds):
+                if not any(pred(i.bundle) for i in installed):
+                    continue
+                providers = self._sorted(self._providers(pred))
+                if any(self._is_held(p) for p in providers):
+                    continue
+                ids = tuple(self._add(p) for p in providers)
+                user = f"{describe(cand)}, installed by {held.holder or 'another input'},"
+                text = f"{user} requires {self._pred_text(pred)}"
+                variables.append(
+                    Variable(
+                        f"dependent/{package}/{n}",
+                        # One text for both: the summary shows it once.
+                        (Mandatory(text), Dependency(ids, text)),
+                    )
+                )
+        return variables
+
     def _providers(self, pred: Predicate) -> list[Candidate]:
+        held = [c for c in self.held_pseudo if pred(c.bundle)]
         if pred.package:
-            return [c for c in self.index.candidates(pred.package) if pred(c.bundle)]
+            return [c for c in self.index.candidates(pred.package) if pred(c.bundle)] + held
         if pred.gvk is not None:
-            return list(self.index.providers(pred.gvk))
-        return [c for c in self.index.all() if pred(c.bundle)]
+            return list(self.index.providers(pred.gvk)) + held
+        return [c for c in self.index.all() if pred(c.bundle)] + held
 
     @staticmethod
     def _pred_text(pred: Predicate) -> str:
@@ -262,6 +356,7 @@ class Pivoter:
                     ),
                 )
             )
+        head += self._dependents()
         bundle_constraints: dict[str, list[Constraint]] = {}
         i = 0
         while i < len(self.order):
@@ -327,6 +422,7 @@ class Pivoter:
         for r in self.requests:
             newest_requested += engine.rank_literals(self._version_groups(engine, r.candidates))
         special = {r.req.package for r in self.requests} | {i.package for i, _ in self.kept}
+        special |= set(self.held)
         by_package: dict[str, list[Candidate]] = {}
         for vid in self.order:
             by_package.setdefault(self.vars[vid].package, []).append(self.vars[vid])
@@ -342,7 +438,7 @@ class Pivoter:
                 if default and default not in cand.channels:
                     off_default.append(engine.lit(self._vid(cand)))
         priority: list[int] = []
-        for pkg in sorted(by_package):
+        for pkg in sorted(set(by_package) - set(self.held)):
             groups: dict[int, list[int]] = {}
             for cand in by_package[pkg]:
                 rank = self.catalog_rank.get(cand.catalog, 0)
@@ -411,7 +507,7 @@ class Pivoter:
             why = self._why_not(engine, selected, objectives) if explain else {}
         choices = []
         for vid in self.order:
-            if vid not in selected:
+            if vid not in selected or self._is_held(self.vars[vid]):
                 continue
             cand = self.vars[vid]
             inst = next((i for i in self.inp.installed if i.package == cand.package), None)
@@ -425,7 +521,23 @@ class Pivoter:
                     installed=inst is not None and inst.name == cand.name,
                 )
             )
-        return Resolution(choices, why)
+        return Resolution(choices, why, self._shared(selected))
+
+    def _shared(self, selected: set[str]) -> list[SharedChoice]:
+        """The held bundles the own selected bundles require, with who requires them."""
+        users: dict[str, set[str]] = {}
+        for vid in sorted(selected):
+            cand = self.vars[vid]
+            if self._is_held(cand):
+                continue
+            for ids in self.requires.get(vid, []):
+                for dep in ids:
+                    if dep in selected and self._is_held(self.vars[dep]):
+                        users.setdefault(self.vars[dep].package, set()).add(cand.package)
+        return [
+            SharedChoice(self.held[package], tuple(sorted(users[package])))
+            for package in sorted(users)
+        ]
 
     def _why_not(
         self, engine: Engine, selected: set[str], objectives: Sequence[Objective]
@@ -510,4 +622,4 @@ def resolve(inp: ResolutionInput) -> Resolution:
     return Pivoter(inp).resolve(explain=bool(inp.options.get("explain")))
 
 
-__all__ = ["INSTALLED_CATALOG", "LEVELS", "Pivoter", "resolve"]
+__all__ = ["HELD_CATALOG", "INSTALLED_CATALOG", "LEVELS", "Pivoter", "resolve"]

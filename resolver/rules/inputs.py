@@ -65,6 +65,35 @@ class Installed:
 
 
 @dataclass(frozen=True, slots=True)
+class Held:
+    """A bundle another input of the cluster has selected: a fixed choice of this resolution.
+
+    The resolution may depend on it (a shared dependency is satisfied by it, with no second
+    copy) but may neither select another bundle of its package nor another package that
+    provides one of its APIs. ``holder`` names who holds it in the words an explanation uses
+    (``Resolution b``); the pivoter profile honours held bundles, the OLM profiles ignore them.
+    """
+
+    name: str
+    package: str
+    version: str = ""
+    holder: str = ""
+
+    def as_installed(self) -> Installed:
+        """The held bundle in the shape of an installed one (to find it in catalogs)."""
+        return Installed(name=self.name, package=self.package, version=self.version)
+
+    def origin(self) -> str:
+        """``held at V by HOLDER``: where the choice comes from, as an explanation says it."""
+        holder = f" by {self.holder}" if self.holder else ""
+        return f"held at {self.version or self.name}{holder}"
+
+    def text(self) -> str:
+        """``package P is held at V by HOLDER``."""
+        return f"package {self.package} is {self.origin()}"
+
+
+@dataclass(frozen=True, slots=True)
 class PackageRequest:
     """A request to install (or keep) one package: a Subscription or a ClusterExtension."""
 
@@ -86,6 +115,8 @@ class ResolutionInput:
     requests: list[PackageRequest]
     installed: list[Installed] = field(default_factory=list)
     kube_version: str = ""
+    held: list[Held] = field(default_factory=list)
+    """Bundles other inputs selected (see :class:`Held`); empty outside the daemon."""
     options: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -101,12 +132,25 @@ class Choice:
     installed: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class SharedChoice:
+    """A held bundle the selection depends on, and the selected packages that require it."""
+
+    held: Held
+    required_by: tuple[str, ...]
+
+
 @dataclass(slots=True)
 class Resolution:
-    """The answer of a profile: the selected bundles, plus notes for "why not newer"."""
+    """The answer of a profile: the selected bundles, plus notes for "why not newer".
+
+    ``choices`` are the resolution's own bundles only; held bundles it depends on are listed
+    in ``shared``.
+    """
 
     choices: list[Choice]
     why_not: dict[str, list[str]] = field(default_factory=dict)
+    shared: list[SharedChoice] = field(default_factory=list)
 
 
 class ResolutionError(Exception):

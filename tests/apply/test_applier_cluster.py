@@ -134,6 +134,25 @@ def test_dry_run_stores_nothing(api: KubeAPI, namespace: str) -> None:
         )
 
 
+def test_dry_run_skips_objects_in_a_namespace_the_set_creates(api: KubeAPI, namespace: str) -> None:
+    new = unique_name("ns")
+    applier = Applier(api, Owner("BundleDeployment", unique_name("bd")))
+    existing = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+    created = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": new}}
+    result = applier.apply(
+        [existing, created, _cm("inside", new), _cm("here", namespace)], adopt=True, dry_run=True
+    )
+    assert [(r.kind, r.name) for r, _ in result.skipped] == [("ConfigMap", "inside")]
+    assert "Namespace is part of this set" in result.skipped[0][1]
+    assert {(r.kind, r.name) for r in result.applied} == {
+        ("Namespace", namespace),
+        ("Namespace", new),
+        ("ConfigMap", "here"),
+    }
+    with pytest.raises(NotFound):
+        api.request("GET", f"/api/v1/namespaces/{new}")
+
+
 def test_dry_run_reports_invalid_objects(api: KubeAPI, namespace: str) -> None:
     applier = Applier(api, Owner("BundleDeployment", unique_name("bd")))
     bad = _cm("bad", namespace)

@@ -24,6 +24,8 @@ from pivoter.controller import Manager
 from pivoter.controllers import provisioning
 from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS
 from pivoter.kube import Kube, NotFound, load_client
+from pivoter.kube.identities import Identities
+from pivoter.pivot import Preparer
 from pivoter.platformoperators import PLATFORM_OPERATORS
 from pivoter.resolutions import RESOLUTIONS, InputReconciler
 from pivoter.resolvesets import RevisionStore
@@ -251,10 +253,11 @@ def env(
         settings=SourceSettings(workdir=tmp_path / "work", timeout=3.0, deadline=20.0),
         read_olm=False,
     )
-    provisioning.setup(manager, store_dir=tmp_path / "store", namespace=namespace)
+    bundles = provisioning.setup(manager, store_dir=tmp_path / "store", namespace=namespace)
     store = RevisionStore(kube, namespace)
-    reconciler = resolutions.setup(manager, cache=cache, store=store)
-    platformoperators.setup(manager, cache=cache, store=store)
+    preparer = Preparer(kube, bundles, Identities(kube))
+    reconciler = resolutions.setup(manager, cache=cache, store=store, preparer=preparer)
+    platformoperators.setup(manager, cache=cache, store=store, preparer=preparer)
     manager.start()
     env = Env(kube, namespace, _publisher(bundle_registry, tmp_path), store, manager, reconciler)
     try:

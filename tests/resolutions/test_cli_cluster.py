@@ -49,9 +49,15 @@ def test_plan_approve_history_rollback_unpin(
         lambda o: (o["status"].get("pendingPlan") or {}).get("revision") == 2,
         what="plan 2",
     )
+    env.wait(
+        name,
+        lambda o: "counts" in (o["status"]["pendingPlan"].get("objects") or {}),
+        what="the objects of plan 2",
+    )
     code, out, _ = _cli(capsys, cluster, env, "plan", name)
     assert code == 0
     assert "revision 2 (from 1): web 1.0.0->1.1.0" in out
+    assert "dryRun: 1 bundles, 1 objects; 1 passed a server-side dry run" in out
     assert _cli(capsys, cluster, env, "approve", name, "--revision", "2")[0] == 0
     env.wait(name, lambda o: o["status"].get("activeRevision") == 2, what="revision 2")
 

@@ -19,8 +19,9 @@ import pytest
 
 from tests.cluster import TestCluster
 from tests.e2e.daemon import Daemon
+from tests.resolutions.broken import fails_after_dry_run
 from tests.resolutions.conftest import Env, is_
-from tests.resolutions.helpers import Version, config_map, missing_kind
+from tests.resolutions.helpers import Version, config_map
 
 pytestmark = pytest.mark.cluster
 
@@ -82,17 +83,19 @@ def test_sigkill_at_every_transition_then_restart_converges(content: Env, daemon
             for package in ("db", "web"):
                 manifests = config_map(package, ns, version=version)
                 if broken and package == "web":
-                    manifests += "---\n" + missing_kind("x", ns)
+                    # Passes the group's dry run, fails when applied (after db moved).
+                    manifests += "---\n" + fails_after_dry_run(f"{ns}-b")
                 env.publisher.add(package, Version(version, manifests, previous))
             env.publish()
 
         return publish
 
     steps = [
-        ("Applying", "1.1.0"),
-        ("Waiting", "1.2.0"),
-        ("Pruning", "1.3.0"),
-        ("Succeeded", "1.4.0"),
+        ("Preparing", "1.1.0"),
+        ("Applying", "1.2.0"),
+        ("Waiting", "1.3.0"),
+        ("Pruning", "1.4.0"),
+        ("Succeeded", "1.5.0"),
     ]
     previous, revision = "1.0.0", 1
     for phase, version in steps:

@@ -164,21 +164,45 @@ def test_manual_approval_publishes_the_plan_and_waits(env: Env) -> None:
     assert plan["revision"] == 1
     assert plan["added"] == [{"package": "web", "bundle": "web.v1.0.0", "version": "1.0.0"}]
     assert not env.children(name)
+    # The objects of the plan: the bundle was unpacked and dry-run before any approval.
+    obj = env.wait(
+        name,
+        lambda o: "counts" in ((o["status"].get("pendingPlan") or {}).get("objects") or {}),
+        what="the objects of the plan",
+    )
+    objects = obj["status"]["pendingPlan"]["objects"]
+    assert objects["added"] == [
+        {"package": "web", "apiVersion": "v1", "kind": "ConfigMap", "name": "web", "namespace": ns}
+    ]
+    assert objects["counts"] == {"added": 1, "removed": 0, "kept": 0, "moved": 0}
+    assert "1 passed a server-side dry run" in objects["dryRun"]
+    assert env.config_map_data("web") is None
     env.kube.merge_patch(
         RESOLUTIONS, name, {"metadata": {"annotations": {"pivoter.io/approved-revision": "1"}}}
     )
     env.wait(name, _ready_at(1), what="the approved revision installed")
 
-    env.publisher.add("web", Version("1.1.0", config_map("web", ns, version="1.1.0"), "1.0.0"))
+    extra = config_map("web-extra", ns, added="in 1.1.0")
+    env.publisher.add(
+        "web",
+        Version("1.1.0", config_map("web", ns, version="1.1.0") + "---\n" + extra, "1.0.0"),
+    )
     env.publish()
     obj = env.wait(
         name,
-        lambda o: (o["status"].get("pendingPlan") or {}).get("revision") == 2,
-        what="the plan of revision 2",
+        lambda o: (
+            "counts" in ((o["status"].get("pendingPlan") or {}).get("objects") or {})
+            and o["status"]["pendingPlan"]["revision"] == 2
+        ),
+        what="the plan of revision 2 with its objects",
     )
     assert obj["status"]["pendingPlan"]["changed"] == [
         {"package": "web", "bundle": "web.v1.1.0", "fromVersion": "1.0.0", "toVersion": "1.1.0"}
     ]
+    objects = obj["status"]["pendingPlan"]["objects"]
+    assert [o["name"] for o in objects["added"]] == ["web-extra"]
+    assert objects["counts"] == {"added": 1, "removed": 0, "kept": 1, "moved": 0}
+    assert "(objects: +1 -0, 1 applied again)" in condition(obj, "Progressing")["message"]
     assert obj["status"]["activeRevision"] == 1
     assert env.config_map_data("web") == {"version": "1.0.0"}
     env.kube.merge_patch(

@@ -13,9 +13,12 @@ from typing import Any
 
 import pytest
 
+from pivoter.kube import NotFound
 from pivoter.pivot import Phase, PivotRecord
+from tests.cluster import wait_for
+from tests.resolutions.broken import fails_after_dry_run
 from tests.resolutions.conftest import Env, is_
-from tests.resolutions.helpers import Version, config_map, missing_kind
+from tests.resolutions.helpers import Version, config_map
 
 pytestmark = pytest.mark.cluster
 
@@ -49,16 +52,23 @@ def test_pivot_and_rollback_resume_after_a_crash_at_every_transition(env: Env) -
         what="revision 1 despite a crash at every transition",
         timeout=150,
     )
-    assert seen == [Phase.APPLYING, Phase.WAITING, Phase.PRUNING, Phase.SUCCEEDED]
+    assert seen == [
+        Phase.PREPARING,
+        Phase.APPLYING,
+        Phase.WAITING,
+        Phase.PRUNING,
+        Phase.SUCCEEDED,
+    ]
     assert obj["status"]["pivot"]["phase"] == "Succeeded"
 
-    # A broken upgrade of web, with db moving too: the rollback is interrupted as well.
+    # A broken upgrade of web (it passes the dry run, fails when applied), with db moving too:
+    # the rollback is interrupted as well.
     env.publisher.add("db", Version("1.1.0", config_map("db", ns, version="1.1.0"), "1.0.0"))
     env.publisher.add(
         "web",
         Version(
             "1.1.0",
-            config_map("web", ns, version="1.1.0") + "---\n" + missing_kind("x", ns),
+            config_map("web", ns, version="1.1.0") + "---\n" + fails_after_dry_run(f"{ns}-b"),
             "1.0.0",
         ),
     )
@@ -81,3 +91,13 @@ def test_pivot_and_rollback_resume_after_a_crash_at_every_transition(env: Env) -
     assert {bd["metadata"]["annotations"]["pivoter.io/revision"] for bd in children.values()} == {
         "1"
     }
+    # web 1.1.0 created its Namespace before it failed: the rollback pruned it.
+    namespaces = env.kube.resource("v1", "Namespace")
+
+    def pruned() -> bool:
+        try:
+            return bool(env.kube.get(namespaces, f"{ns}-b")["metadata"].get("deletionTimestamp"))
+        except NotFound:
+            return True
+
+    wait_for(pruned, timeout=30, what="the half-applied Namespace pruned")

@@ -1,0 +1,357 @@
+"""Preparing a group before anything of it is applied: unpack every bundle, render its objects,
+order the bundles, and run every object through a server-side dry run.
+
+The Bundles a pivot needs are exactly the ones the BundleDeployment controller would generate
+for the new child specs (same name, same owner and template-hash labels), so creating them
+ahead of the children does not unpack anything twice: when a child's template changes, its
+controller finds the Bundle already unpacked. Until the children exist the Bundles are owned by
+the input (garbage-collected with it); :meth:`Preparer.hand_over` makes each child their
+controller once it is applied, and :meth:`Preparer.release` deletes the ones a pivot that ended
+does not use.
+
+The dry run is done as the identity that will install (the input's service account), bundle by
+bundle in apply order (:mod:`pivoter.pivot.order`). Objects that cannot be checked before their
+providers exist (custom resources of a CRD another bundle of the group brings, objects in a
+Namespace the group creates) are counted as deferred and named in the summary; everything else
+must pass admission, validation, authorization and the ownership rules, or the pivot fails
+naming the bundle before any child changes. Used by :mod:`pivoter.pivot.machine` (the
+``Preparing`` phase) and by the input engine for the object-level plan of a Manual approval.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pivoter.apis import rukpak
+from pivoter.controllers.bundle import BUNDLES, BundleReconciler, bundle_format_for
+from pivoter.controllers.bundlecontent import BundleContent, convert
+from pivoter.controllers.bundledeployment import KIND, generated_bundle_name, template_hash
+from pivoter.controllers.conditions import FALSE, find
+from pivoter.kube import Conflict, Kube, KubeError, NotFound, Object
+from pivoter.kube.identities import Identities
+from pivoter.pivot.naming import (
+    ANNOTATION_BUNDLE,
+    ANNOTATION_INPUT,
+    ANNOTATION_PACKAGE,
+    children_selector,
+)
+from pivoter.pivot.order import waves
+from pivoter.resolvesets import InputRef
+from provisioners.apply.applier import Applier, ApplyError, Owner
+from provisioners.apply.objects import ObjectRef, crd_kinds, ref_of
+from provisioners.errors import ProvisionerError
+from provisioners.store import StoreError
+
+__all__ = ["Pending", "PrepareFailed", "Prepared", "Preparer"]
+
+log = logging.getLogger(__name__)
+
+NAMESPACES = "/api/v1/namespaces"
+
+
+class PrepareFailed(Exception):
+    """A bundle of the group cannot be installed; nothing of the group was applied."""
+
+    def __init__(self, package: str, bundle: str, message: str) -> None:
+        super().__init__(message)
+        self.package = package
+        self.bundle = bundle
+
+
+@dataclass(frozen=True)
+class Pending:
+    """Some Bundles are still being unpacked."""
+
+    waiting: tuple[str, ...]
+    """The bundles (catalog names) not unpacked yet."""
+
+    def summary(self) -> str:
+        """One line for conditions and logs."""
+        return f"waiting for {len(self.waiting)} bundles to unpack: {', '.join(self.waiting)}"
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A group ready to apply: its order, its objects, and what the dry run checked."""
+
+    waves: tuple[tuple[str, ...], ...]
+    objects: Mapping[str, tuple[ObjectRef, ...]]
+    """The objects each package's bundle installs, by package."""
+    checked: int = 0
+    deferred: tuple[str, ...] = ()
+    """Objects left out of the dry run, each with why."""
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def summary(self) -> str:
+        """One line for the pivot's Event and record."""
+        count = sum(len(refs) for refs in self.objects.values())
+        order = " -> ".join("[" + ", ".join(w) + "]" for w in self.waves)
+        text = f"{len(self.objects)} bundles, {count} objects"
+        if self.checked or self.deferred:
+            text += f"; {self.checked} passed a server-side dry run"
+        if self.deferred:
+            shown = "; ".join(self.deferred[:3])
+            more = f" and {len(self.deferred) - 3} more" if len(self.deferred) > 3 else ""
+            text += f", {len(self.deferred)} deferred until their providers exist ({shown}{more})"
+        if len(self.waves) > 1:
+            text += f"; apply order {order}"
+        return text
+
+
+@dataclass
+class Preparer:
+    """Unpacks, renders, orders and dry-runs the bundles of a group (see the module docstring)."""
+
+    kube: Kube
+    bundles: BundleReconciler
+    identities: Identities
+
+    def prepare(
+        self,
+        children: Sequence[Object],
+        *,
+        owner: Mapping[str, Any],
+        dry_run: bool = True,
+    ) -> Prepared | Pending:
+        """Prepare the desired ``children`` (child BundleDeployments, not yet applied) of the
+        input ``owner``; raise :class:`PrepareFailed` naming the first bundle that cannot be
+        installed."""
+        found = [(child, self._bundle(child, owner)) for child in children]
+        waiting = []
+        for child, bundle in found:
+            if self.bundles.is_current(bundle):
+                continue
+            self._raise_if_unpack_failed(child, bundle)
+            waiting.append(_annotation(child, ANNOTATION_BUNDLE))
+        if waiting:
+            return Pending(tuple(waiting))
+        contents: dict[str, BundleContent] = {}
+        for child, bundle in found:
+            contents[_annotation(child, ANNOTATION_PACKAGE)] = self._render(child, bundle)
+        objects = {p: c.objects for p, c in contents.items()}
+        order = waves(objects)
+        refs = {p: tuple(_refs(objs)) for p, objs in objects.items()}
+        notes = tuple(note for c in contents.values() for note in c.notes)
+        if not dry_run:
+            return Prepared(order, refs, notes=notes)
+        by_package = {_annotation(child, ANNOTATION_PACKAGE): child for child in children}
+        checked, deferred = self._dry_run(order, objects, by_package)
+        return Prepared(order, refs, checked=checked, deferred=tuple(deferred), notes=notes)
+
+    def hand_over(self, child: Object) -> None:
+        """Make the applied ``child`` the controller of its prepared Bundle."""
+        name = str(child["metadata"]["name"])
+        bundle_name = generated_bundle_name(name, template_hash(child["spec"]["template"]))
+        try:
+            bundle = self.kube.get(BUNDLES, bundle_name)
+        except NotFound:
+            return  # the child's controller generates it
+        reference = _controller_reference(child)
+        if reference in (bundle["metadata"].get("ownerReferences") or []):
+            return
+        patch = {"metadata": {"ownerReferences": [reference]}}
+        with contextlib.suppress(NotFound):
+            self.kube.merge_patch(BUNDLES, bundle_name, patch)
+
+    @staticmethod
+    def bundle_names(children: Sequence[Object]) -> set[str]:
+        """The names of the Bundles the (desired) ``children`` install."""
+        return {
+            generated_bundle_name(str(c["metadata"]["name"]), template_hash(c["spec"]["template"]))
+            for c in children
+        }
+
+    def release(
+        self, ref: InputRef, children: Mapping[str, Object], keep: Collection[str] = ()
+    ) -> list[str]:
+        """Delete the input's Bundles that no current child uses and that are not in ``keep``
+        (prepared for a pivot that ended, or for a plan that was superseded); return their
+        names."""
+        used = set(keep)
+        for bd in children.values():
+            name = str(bd["metadata"]["name"])
+            used.add(generated_bundle_name(name, template_hash(bd["spec"]["template"])))
+            used.add(str((bd.get("status") or {}).get("activeBundle") or ""))
+        bundles, _ = self.kube.list(BUNDLES, label_selector=children_selector(ref))
+        released = []
+        for bundle in bundles:
+            name = str(bundle["metadata"]["name"])
+            if name not in used and not bundle["metadata"].get("deletionTimestamp"):
+                with contextlib.suppress(NotFound):
+                    self.kube.delete(BUNDLES, name)
+                released.append(name)
+        return released
+
+    # -- steps ---------------------------------------------------------------------------------
+
+    def _bundle(self, child: Object, owner: Mapping[str, Any]) -> Object:
+        """The Bundle the child's controller would generate for its template: found, or created
+        now, owned by the input."""
+        name = str(child["metadata"]["name"])
+        template = child["spec"]["template"]
+        hash_ = template_hash(template)
+        bundle_name = generated_bundle_name(name, hash_)
+        try:
+            return self.kube.get(BUNDLES, bundle_name)
+        except NotFound:
+            pass
+        meta = template.get("metadata") or {}
+        owner_meta = owner.get("metadata") or {}
+        body = {
+            "apiVersion": rukpak.API_VERSION,
+            "kind": "Bundle",
+            "metadata": {
+                "name": bundle_name,
+                "labels": {
+                    **(meta.get("labels") or {}),
+                    rukpak.LABEL_OWNER_KIND: KIND,
+                    rukpak.LABEL_OWNER_NAME: name,
+                    rukpak.LABEL_TEMPLATE_HASH: hash_[:63],
+                },
+                "annotations": {
+                    **(meta.get("annotations") or {}),
+                    # The input is queued when its prepared Bundles change (see its controller).
+                    ANNOTATION_INPUT: _annotation(child, ANNOTATION_INPUT),
+                },
+                "ownerReferences": [
+                    {
+                        "apiVersion": str(owner.get("apiVersion") or ""),
+                        "kind": str(owner.get("kind") or ""),
+                        "name": str(owner_meta.get("name") or ""),
+                        "uid": str(owner_meta.get("uid") or ""),
+                    }
+                ],
+            },
+            "spec": template.get("spec") or {},
+        }
+        try:
+            created = self.kube.create(BUNDLES, body)
+        except Conflict:
+            return self.kube.get(BUNDLES, bundle_name)
+        log.info("prepared Bundle %s for %s", bundle_name, name)
+        return created
+
+    @staticmethod
+    def _raise_if_unpack_failed(child: Object, bundle: Object) -> None:
+        status = bundle.get("status") or {}
+        unpacked = find(status.get("conditions"), rukpak.TYPE_UNPACKED)
+        generation = (bundle.get("metadata") or {}).get("generation")
+        if (
+            unpacked is not None
+            and unpacked.get("status") == FALSE
+            and unpacked.get("observedGeneration") == generation
+        ):
+            raise PrepareFailed(
+                _annotation(child, ANNOTATION_PACKAGE),
+                _annotation(child, ANNOTATION_BUNDLE),
+                str(unpacked.get("message") or f"Bundle {bundle['metadata']['name']} failed"),
+            )
+
+    def _render(self, child: Object, bundle: Object) -> BundleContent:
+        spec = child["spec"]
+        bundle_format = bundle_format_for(str(spec.get("provisionerClassName") or ""))
+        package = _annotation(child, ANNOTATION_PACKAGE)
+        name = _annotation(child, ANNOTATION_BUNDLE)
+        if bundle_format is None:
+            raise PrepareFailed(
+                package, name, f"provisioner class {spec.get('provisionerClassName')!r} unknown"
+            )
+        api = self.identities.api_for(spec.get("serviceAccount"))
+        try:
+            stored = self.bundles.store.get(str(bundle["status"]["digest"]))
+            return convert(bundle_format, stored.path, spec.get("config") or {}, api)
+        except (StoreError, ProvisionerError, KubeError) as exc:
+            raise PrepareFailed(package, name, f"bundle {name} cannot be rendered: {exc}") from exc
+
+    def _dry_run(
+        self,
+        order: tuple[tuple[str, ...], ...],
+        objects: Mapping[str, list[dict[str, Any]]],
+        children: Mapping[str, Object],
+    ) -> tuple[int, list[str]]:
+        group_kinds: dict[tuple[str, str], str] = {}
+        group_namespaces: dict[str, str] = {}
+        for package, objs in objects.items():
+            for key in crd_kinds(objs):
+                group_kinds.setdefault(key, package)
+            for obj in objs:
+                if obj.get("kind") == "Namespace" and obj.get("apiVersion") == "v1":
+                    group_namespaces.setdefault(str(obj["metadata"]["name"]), package)
+        missing_namespaces = {ns for ns in group_namespaces if not self._namespace_exists(ns)}
+        checked, deferred = 0, []
+        for package in (p for wave in order for p in wave):
+            child = children[package]
+            spec = child["spec"]
+            api = self.identities.api_for(spec.get("serviceAccount"))
+            check = []
+            for obj in objects[package]:
+                ref = ref_of(obj)
+                why = ""
+                provider = group_kinds.get((ref.group, ref.kind))
+                if provider is not None and provider != package and not _served(api, ref):
+                    why = f"its CRD comes with {provider}"
+                elif ref.namespace in missing_namespaces and (
+                    group_namespaces[ref.namespace] != package
+                ):
+                    why = f"namespace {ref.namespace} comes with {group_namespaces[ref.namespace]}"
+                if why:
+                    deferred.append(f"{ref.kind} {_where(ref)}: {why}")
+                else:
+                    check.append(obj)
+            applier = Applier(api, Owner(KIND, str(child["metadata"]["name"])))
+            try:
+                result = applier.apply(check, adopt=bool(spec.get("adoptExisting")), dry_run=True)
+            except (ApplyError, KubeError) as exc:
+                bundle = _annotation(child, ANNOTATION_BUNDLE)
+                raise PrepareFailed(
+                    package, bundle, f"the server-side dry run of bundle {bundle} failed: {exc}"
+                ) from exc
+            checked += len(result.applied)
+            deferred += [f"{r.kind} {_where(r)}: {why}" for r, why in result.skipped]
+        return checked, deferred
+
+    def _namespace_exists(self, name: str) -> bool:
+        try:
+            self.kube.request("GET", f"{NAMESPACES}/{name}")
+        except NotFound:
+            return False
+        return True
+
+
+def _served(api: Any, ref: ObjectRef) -> bool:
+    try:
+        api.resource(ref.api_version, ref.kind)
+    except NotFound:
+        return False
+    return True
+
+
+def _refs(objects: Sequence[Mapping[str, Any]]) -> list[ObjectRef]:
+    refs = []
+    for obj in objects:
+        with contextlib.suppress(ValueError):
+            refs.append(ref_of(obj))
+    return refs
+
+
+def _controller_reference(child: Object) -> dict[str, Any]:
+    return {
+        "apiVersion": rukpak.API_VERSION,
+        "kind": KIND,
+        "name": str(child["metadata"]["name"]),
+        "uid": str(child["metadata"]["uid"]),
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def _annotation(child: Object, key: str) -> str:
+    return str(((child.get("metadata") or {}).get("annotations") or {}).get(key) or "")
+
+
+def _where(ref: ObjectRef) -> str:
+    return f"{ref.namespace}/{ref.name}" if ref.namespace else ref.name

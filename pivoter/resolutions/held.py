@@ -1,0 +1,229 @@
+"""What the other inputs of the cluster have selected: the held bundles of a joint resolution,
+and the package conflicts between inputs.
+
+Read once per reconcile by :mod:`pivoter.resolutions.engine` (:func:`observe`). The sources,
+cheapest first:
+
+* the child BundleDeployments of every input (one list, selected by the
+  ``app.kubernetes.io/managed-by=pivoter`` label): their annotations name the input, package,
+  bundle and version of what is applied now. A child being deleted still holds its package
+  until it is gone (its uninstall would remove what a second copy installed);
+* for an input with a pivot in progress, the ResolveSet of its target revision (one read per
+  pivoting input; found by listing the input kinds): the target is what it is moving to, and its
+  new dependencies are held before they are applied.
+
+Bundle and catalog content is not trusted here: annotations only name packages and versions,
+and the resolver matches them against the catalogs the resolving input selects.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pivoter.apis import pivoter as api
+from pivoter.apis import platform
+from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS
+from pivoter.kube import Kube, NotFound, Resource
+from pivoter.pivot import (
+    ANNOTATION_BUNDLE,
+    ANNOTATION_INPUT,
+    ANNOTATION_PACKAGE,
+    ANNOTATION_VERSION,
+    Phase,
+)
+from pivoter.pivot.naming import LABEL_MANAGED_BY
+from pivoter.resolutions.record import Record
+from pivoter.resolvesets import InputRef, RevisionStore
+from resolver.resolveset import ResolveSetError
+from resolver.rules.inputs import Held, SharedChoice
+
+__all__ = [
+    "INPUT_KINDS",
+    "Holding",
+    "Peers",
+    "SharedDependency",
+    "holder_text",
+    "observe",
+    "with_pivot_targets",
+]
+
+log = logging.getLogger(__name__)
+
+INPUT_KINDS = (
+    Resource(api.API_VERSION, "Resolution", "resolutions", namespaced=False),
+    Resource(platform.API_VERSION, "PlatformOperator", "platformoperators", namespaced=False),
+)
+"""The input kinds whose pivots in progress hold their targets."""
+
+
+def holder_text(owner: str) -> str:
+    """``Resolution/b`` as an explanation says it: ``Resolution b``."""
+    kind, _, name = owner.partition("/")
+    return f"{kind} {name}" if name else owner
+
+
+@dataclass(frozen=True, slots=True)
+class Holding:
+    """One package another input has selected."""
+
+    owner: str
+    """The input, ``Kind/name``."""
+    package: str
+    bundle: str
+    version: str
+    child: str = ""
+    """Its BundleDeployment ("" for an entry of a pivot target)."""
+    deleting: bool = False
+
+    @property
+    def target(self) -> bool:
+        """Whether this is an entry of a pivot target rather than a child."""
+        return not self.child
+
+    def held(self) -> Held:
+        """The holding as the resolver's fixed choice."""
+        origin = holder_text(self.owner)
+        if self.deleting:
+            origin += " (being removed)"
+        return Held(self.bundle, self.package, self.version, origin)
+
+
+@dataclass(frozen=True, slots=True)
+class SharedDependency:
+    """A bundle another input installs that this input's selection depends on."""
+
+    package: str
+    version: str
+    bundle: str
+    provided_by: str
+    """The input that holds it, ``Kind/name``."""
+    required_by: tuple[str, ...]
+    """This input's packages that require it."""
+
+    def text(self) -> str:
+        """``db 1.1.0 (from Resolution/b)``."""
+        return f"{self.package} {self.version} (from {self.provided_by})"
+
+
+@dataclass(frozen=True, slots=True)
+class Peers:
+    """What every other input holds, as seen by one input."""
+
+    holdings: tuple[Holding, ...]
+
+    def held(self, exclude: Iterable[str] = ()) -> list[Held]:
+        """The held bundles, one per package (the first holder by name), without the packages
+        in ``exclude`` (those the input requests or installs itself: a duplicate there is a
+        conflict, not a shared dependency). An input with a pivot in progress holds its
+        target's bundles and its children being deleted; the others hold their children."""
+        skip = set(exclude)
+        chosen = self._chosen()
+        return [chosen[p].held() for p in sorted(chosen) if p not in skip]
+
+    def shared(self, choices: Iterable[SharedChoice]) -> list[SharedDependency]:
+        """The held bundles a resolution depends on, with the inputs that hold them."""
+        chosen = self._chosen()
+        result = []
+        for choice in choices:
+            holding = chosen.get(choice.held.package)
+            owner = holding.owner if holding is not None else choice.held.holder
+            result.append(
+                SharedDependency(
+                    choice.held.package,
+                    choice.held.version,
+                    choice.held.name,
+                    owner,
+                    choice.required_by,
+                )
+            )
+        return sorted(result, key=lambda s: s.package)
+
+    def _chosen(self) -> dict[str, Holding]:
+        pivoting = {h.owner for h in self.holdings if h.target}
+        by_package: dict[str, Holding] = {}
+        for holding in sorted(
+            self.holdings, key=lambda h: (h.package, h.owner, not h.target, h.deleting)
+        ):
+            if holding.owner in pivoting and not (holding.target or holding.deleting):
+                continue
+            by_package.setdefault(holding.package, holding)
+        return by_package
+
+    def conflict(self, packages: Iterable[str]) -> str:
+        """A message naming the first of ``packages`` a BundleDeployment of another input
+        installs, or ''."""
+        wanted = set(packages)
+        for holding in sorted(self.holdings, key=lambda h: h.child):
+            if holding.child and not holding.deleting and holding.package in wanted:
+                return (
+                    f"package {holding.package} is already managed by {holding.owner} "
+                    f"(BundleDeployment {holding.child}); one package is managed by one input: "
+                    "remove it from one of them"
+                )
+        return ""
+
+
+def observe(kube: Kube, ref: InputRef) -> Peers:
+    """The children of the inputs other than ``ref`` (enough for :meth:`Peers.conflict`; add
+    the pivot targets with :func:`with_pivot_targets` before resolving)."""
+    items, _ = kube.list(BUNDLE_DEPLOYMENTS, label_selector=f"{LABEL_MANAGED_BY}=pivoter")
+    holdings = [h for h in map(_from_child, items) if h is not None and h.owner != str(ref)]
+    return Peers(tuple(holdings))
+
+
+def with_pivot_targets(peers: Peers, kube: Kube, store: RevisionStore, ref: InputRef) -> Peers:
+    """``peers`` plus the target bundles of every other input with a pivot in progress."""
+    extra = [h for entries in _pivot_targets(kube, store, str(ref)).values() for h in entries]
+    return Peers(peers.holdings + tuple(extra)) if extra else peers
+
+
+def _from_child(bd: Mapping[str, Any]) -> Holding | None:
+    metadata = bd.get("metadata") or {}
+    annotations = metadata.get("annotations") or {}
+    owner = str(annotations.get(ANNOTATION_INPUT) or "")
+    package = str(annotations.get(ANNOTATION_PACKAGE) or "")
+    bundle = str(annotations.get(ANNOTATION_BUNDLE) or "")
+    if not (owner and package and bundle):
+        return None
+    return Holding(
+        owner=owner,
+        package=package,
+        bundle=bundle,
+        version=str(annotations.get(ANNOTATION_VERSION) or ""),
+        child=str(metadata.get("name") or ""),
+        deleting=bool(metadata.get("deletionTimestamp")),
+    )
+
+
+def _pivot_targets(kube: Kube, store: RevisionStore, me: str) -> dict[str, list[Holding]]:
+    """The target bundles of every other input with a pivot in progress, by input."""
+    targets: dict[str, list[Holding]] = {}
+    for resource in INPUT_KINDS:
+        items: list[dict[str, Any]] = []
+        with contextlib.suppress(NotFound):  # the kind's CRD is not installed
+            items, _ = kube.list(resource)
+        for obj in items:
+            ref = InputRef(resource.kind, str(obj["metadata"]["name"]))
+            if str(ref) == me or obj["metadata"].get("deletionTimestamp"):
+                continue
+            pivot = Record.from_status(obj.get("status")).pivot
+            if pivot is None or pivot.phase.terminal:
+                continue
+            # Rolling back, the input moves to the previous revision.
+            number = pivot.previous if pivot.phase is Phase.ROLLING_BACK else pivot.revision
+            revision = store.get(ref, number) if number is not None else None
+            if revision is None or not revision.intact:
+                continue
+            try:
+                document = revision.resolveset()
+            except ResolveSetError:
+                log.warning("%s: revision %s is unreadable", ref, number)
+                continue
+            targets[str(ref)] = [
+                Holding(str(ref), e.package, e.bundle, e.version) for e in document.entries
+            ]
+    return targets

@@ -1,0 +1,85 @@
+"""Pure logic of joint resolution in the daemon: which holdings become held bundles, conflicts,
+shared dependencies, and which inputs a child's change re-queues (no cluster)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pivoter.resolutions.dependents import dependents_of
+from pivoter.resolutions.held import Holding, Peers, holder_text
+from resolver.rules.inputs import Held, SharedChoice
+
+DB_B = Holding("Resolution/b", "db", "db.v1.0.0", "1.0.0", child="b-db")
+APP_B = Holding("Resolution/b", "app", "app.v1.0.0", "1.0.0", child="b-app")
+
+
+def test_holder_text_reads_like_a_sentence() -> None:
+    assert holder_text("Resolution/b") == "Resolution b"
+    assert holder_text("PlatformOperator/etcd") == "PlatformOperator etcd"
+
+
+def test_children_are_held_except_what_the_input_owns() -> None:
+    peers = Peers((DB_B, APP_B))
+    assert peers.held() == [
+        Held("app.v1.0.0", "app", "1.0.0", "Resolution b"),
+        Held("db.v1.0.0", "db", "1.0.0", "Resolution b"),
+    ]
+    assert [h.package for h in peers.held(exclude={"app"})] == ["db"]
+
+
+def test_a_pivoting_input_holds_its_target_not_the_children_it_leaves() -> None:
+    target = Holding("Resolution/b", "db", "db.v2.0.0", "2.0.0")
+    leaving = Holding("Resolution/b", "cache", "cache.v1.0.0", "1.0.0", child="b-cache")
+    peers = Peers((DB_B, APP_B, leaving, target))
+    assert [(h.package, h.version) for h in peers.held()] == [("db", "2.0.0")]
+
+
+def test_a_child_being_deleted_still_holds_its_package() -> None:
+    deleting = Holding("Resolution/b", "db", "db.v1.0.0", "1.0.0", child="b-db", deleting=True)
+    peers = Peers((deleting,))
+    assert peers.held() == [Held("db.v1.0.0", "db", "1.0.0", "Resolution b (being removed)")]
+    assert peers.conflict(["db"]) == ""
+
+
+def test_conflict_names_the_other_input_and_its_child() -> None:
+    message = Peers((DB_B,)).conflict(["db"])
+    assert "package db is already managed by Resolution/b (BundleDeployment b-db)" in message
+    assert Peers((DB_B,)).conflict(["web"]) == ""
+
+
+def test_shared_dependencies_name_the_providing_input() -> None:
+    peers = Peers((DB_B,))
+    shared = peers.shared([SharedChoice(peers.held()[0], ("web",))])
+    assert [(s.package, s.version, s.provided_by, s.required_by) for s in shared] == [
+        ("db", "1.0.0", "Resolution/b", ("web",))
+    ]
+    assert shared[0].text() == "db 1.0.0 (from Resolution/b)"
+
+
+def _input(name: str, **status: Any) -> dict[str, Any]:
+    return {"metadata": {"name": name}, "status": status}
+
+
+def _child(owner: str, package: str) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": f"x-{package}",
+            "annotations": {"pivoter.io/input": owner, "pivoter.io/package": package},
+        }
+    }
+
+
+def test_a_child_change_queues_its_dependents_and_the_unsatisfiable_inputs() -> None:
+    inputs = [
+        _input("a", sharedDependencies=[{"package": "db", "providedBy": "Resolution/b"}]),
+        _input("b"),
+        _input(
+            "c", conditions=[{"type": "Resolved", "status": "False", "reason": "Unsatisfiable"}]
+        ),
+        _input("d", sharedDependencies=[{"package": "cache", "providedBy": "Resolution/b"}]),
+    ]
+    mapper = dependents_of("Resolution", lambda: inputs)
+    assert mapper(_child("Resolution/b", "db")) == ["a", "c"]
+    # The owner itself is queued by its own children watch, not by this one.
+    assert mapper(_child("Resolution/a", "db")) == ["c"]
+    assert mapper({"metadata": {"name": "unmanaged"}}) == []
