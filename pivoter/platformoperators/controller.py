@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pivoter.apis import platform
-from pivoter.catalogs import CatalogCache, CatalogChange
+from pivoter.catalogs import CATALOGS, CatalogCache, CatalogChange
 from pivoter.controller.manager import Manager
 from pivoter.controllers.bundle import BUNDLES
 from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS
@@ -31,6 +31,7 @@ from pivoter.resolutions import (
     Kind,
     children_of,
 )
+from pivoter.resolutions.catalogs import serving_flips
 from pivoter.resolutions.dependents import dependents_of
 from pivoter.resolutions.metrics import InputMetrics
 from pivoter.resolvesets import InputRef, RevisionStore
@@ -111,4 +112,13 @@ def setup(
             controller.queue.add(str(obj["metadata"]["name"]))
 
     cache.on_change(catalog_changed)
+    # A Catalog that stops (or starts again) serving: the inputs say whether they resolve from
+    # its last good content.
+    flipped = serving_flips()
+    controller.watch(
+        manager.informer_for(CATALOGS),
+        lambda catalog: (
+            [str(o["metadata"]["name"]) for o in operators.store.list()] if flipped(catalog) else []
+        ),
+    )
     return reconciler

@@ -14,12 +14,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from pivoter.apis import pivoter as api
-from pivoter.catalogs import CatalogCache, CatalogChange
+from pivoter.catalogs import CATALOGS, CatalogCache, CatalogChange
 from pivoter.controller.manager import Manager
 from pivoter.controllers.bundle import BUNDLES
 from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS
 from pivoter.kube import EventRecorder, Object, Resource
 from pivoter.pivot import ANNOTATION_INPUT, Preparer
+from pivoter.resolutions.catalogs import serving_flips
 from pivoter.resolutions.dependents import dependents_of
 from pivoter.resolutions.engine import Engine
 from pivoter.resolutions.inputs import InputReconciler, Kind
@@ -91,4 +92,15 @@ def setup(
             controller.queue.add(str(obj["metadata"]["name"]))
 
     cache.on_change(catalog_changed)
+    # A Catalog that stops (or starts again) serving: the inputs say whether they resolve from
+    # its last good content.
+    flipped = serving_flips()
+    controller.watch(
+        manager.informer_for(CATALOGS),
+        lambda catalog: (
+            [str(o["metadata"]["name"]) for o in resolutions.store.list()]
+            if flipped(catalog)
+            else []
+        ),
+    )
     return reconciler

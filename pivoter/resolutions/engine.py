@@ -396,6 +396,8 @@ class Engine:
             note += "; shared dependencies installed by other inputs: " + ", ".join(
                 s.text() for s in out.shared
             )
+        for stale in catalog_selection.not_serving(self.kube, [s.name for s, _ in sources]):
+            note += f"; {stale}"
         out.resolved = (
             "True",
             "Resolved",

@@ -13,7 +13,7 @@ from typing import Any
 
 from pivoter.apis import pivoter as api
 from pivoter.controllers.conditions import FALSE, TRUE, UNKNOWN, find, set_condition
-from pivoter.pivot import ChildReport, ChildState
+from pivoter.pivot import ChildReport, ChildState, Phase
 from pivoter.resolutions.engine import Outcome, Status3
 
 __all__ = ["TYPE_CONFLICT", "healthy", "installed", "resolution_status", "shared_dependencies"]
@@ -27,6 +27,9 @@ def installed(out: Outcome) -> Status3:
     reports = out.reports
     revision = out.record.active
     if not reports:
+        pivot = out.record.pivot
+        if revision is None and pivot is not None and pivot.phase is Phase.FAILED:
+            return FALSE, "InstallFailed", f"revision {pivot.revision} failed: {pivot.message}"
         if revision is None:
             return FALSE, "NotInstalled", "nothing is installed yet"
         return UNKNOWN, "InstallPending", f"revision {revision} is being installed"

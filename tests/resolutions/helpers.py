@@ -118,3 +118,27 @@ def missing_kind(name: str, namespace: str) -> str:
             "metadata": {"name": name, "namespace": namespace},
         }
     )
+
+
+def unschedulable_deployment(name: str, namespace: str) -> str:
+    """A Deployment whose pod no node can take: it passes the server-side dry run and installs,
+    but never becomes available, so its bundle stays unhealthy until the progress deadline."""
+    labels = {"app": name}
+    return yaml.safe_dump(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {
+                        "nodeSelector": {"test.pivoter.io/no-such-node": "true"},
+                        "containers": [{"name": "main", "image": "registry.invalid/never:1"}],
+                    },
+                },
+            },
+        }
+    )
