@@ -191,15 +191,21 @@ class Children:
         return found
 
     def apply(self, desired: Object) -> Object:
-        """Create the child, or update its labels, annotations, owner and spec in place."""
+        """Update the child's labels, annotations, owner and spec in place, or create it (one
+        request either way in the common case: a pivot mostly updates existing children)."""
         name = desired["metadata"]["name"]
-        try:
-            return self.kube.create(BUNDLE_DEPLOYMENTS, desired)
-        except Conflict:
-            pass  # it exists: update it below
         patch = {"metadata": {k: desired["metadata"][k] for k in ("labels", "annotations")}}
         patch["metadata"]["ownerReferences"] = desired["metadata"]["ownerReferences"]
         patch["spec"] = desired["spec"]
+        for _ in range(2):
+            try:
+                return self.kube.merge_patch(BUNDLE_DEPLOYMENTS, name, patch)
+            except NotFound:
+                pass
+            try:
+                return self.kube.create(BUNDLE_DEPLOYMENTS, desired)
+            except Conflict:
+                continue  # created meanwhile (another worker, a new leader): patch it
         return self.kube.merge_patch(BUNDLE_DEPLOYMENTS, name, patch)
 
     def delete(self, name: str) -> None:

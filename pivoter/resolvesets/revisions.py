@@ -23,6 +23,7 @@ from typing import Any
 from pivoter.kube import Conflict, Kube, NotFound, Resource
 from pivoter.resolvesets.document import Revision, decode, encode, selector
 from pivoter.resolvesets.history import revisions_to_remove
+from pivoter.resolvesets.metrics import RevisionMetrics
 from pivoter.resolvesets.naming import InputRef, revision_name
 from resolver.resolveset import ResolveSet
 
@@ -64,9 +65,10 @@ class Verification:
 class RevisionStore:
     """The ResolveSet revisions of every input, in ``namespace``."""
 
-    def __init__(self, kube: Kube, namespace: str) -> None:
+    def __init__(self, kube: Kube, namespace: str, metrics: RevisionMetrics | None = None) -> None:
         self.kube = kube
         self.namespace = namespace
+        self.metrics = metrics
 
     # ------------------------------------------------------------------ reading
 
@@ -131,6 +133,8 @@ class RevisionStore:
             log.info(
                 "%s: wrote ResolveSet revision %d (%s)", ref, number, resolveset.selection_hash
             )
+            if self.metrics is not None:
+                self.metrics.written.labels(ref.kind).inc()
             return revision
         raise WriteConflict(
             f"{ref}: could not claim a new ResolveSet revision in {MAX_ATTEMPTS} attempts; "
@@ -190,6 +194,8 @@ class RevisionStore:
                 self.kube.delete(CONFIG_MAPS, revisions[number].name, self.namespace)
         if doomed:
             log.info("%s: removed ResolveSet revisions %s (history limit %d)", ref, doomed, keep)
+            if self.metrics is not None:
+                self.metrics.collected.labels(ref.kind).inc(len(doomed))
         return doomed
 
 

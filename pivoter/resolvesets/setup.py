@@ -8,6 +8,7 @@ that need it.
 from __future__ import annotations
 
 from pivoter.controller.manager import Manager
+from pivoter.resolvesets.metrics import RevisionMetrics
 from pivoter.resolvesets.revisions import RevisionStore
 
 __all__ = ["setup"]
@@ -15,4 +16,4 @@ __all__ = ["setup"]
 
 def setup(manager: Manager, *, namespace: str) -> RevisionStore:
     """The revision store in the daemon's ``namespace``, on ``manager``'s API client."""
-    return RevisionStore(manager.kube, namespace)
+    return RevisionStore(manager.kube, namespace, RevisionMetrics(manager.metrics.registry))

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from pivoter import catalogs, platformoperators, resolutions
+from pivoter import catalogs, platformoperators, resolutions, resolvesets
 from pivoter.catalogs import CATALOGS, SourceSettings
 from pivoter.controller import Manager
 from pivoter.controllers import provisioning
@@ -254,7 +254,7 @@ def env(
         read_olm=False,
     )
     bundles = provisioning.setup(manager, store_dir=tmp_path / "store", namespace=namespace)
-    store = RevisionStore(kube, namespace)
+    store = resolvesets.setup(manager, namespace=namespace)
     preparer = Preparer(kube, bundles, Identities(kube))
     reconciler = resolutions.setup(manager, cache=cache, store=store, preparer=preparer)
     platformoperators.setup(manager, cache=cache, store=store, preparer=preparer)

@@ -145,6 +145,7 @@ def test_dependency_then_grouped_rollback_names_the_failing_bundle(env: Env) -> 
         registry.get_sample_value("pivoter_pivots_total", {**labels, "outcome": "Succeeded"}) == 1
     )
     assert registry.get_sample_value("pivoter_pivot_duration_seconds_count", labels) == 1
+    assert registry.get_sample_value("pivoter_resolveset_revisions_written_total", labels) == 2
     assert (
         registry.get_sample_value("pivoter_resolutions_total", {**labels, "outcome": "resolved"})
         or 0
@@ -252,6 +253,11 @@ def test_rollback_pins_until_unpinned_and_history_limit(env: Env) -> None:
     numbers = [r.number for r in env.store.list(_ref(name))]
     assert len(numbers) == 2, numbers
     assert obj["status"]["activeRevision"] in numbers
+    assert env.manager is not None
+    collected = env.manager.metrics.registry.get_sample_value(
+        "pivoter_resolveset_revisions_collected_total", {"kind": "Resolution"}
+    )
+    assert collected == max(numbers) - len(numbers)
 
 
 def test_second_input_for_an_installed_package_gets_a_conflict(env: Env) -> None:
