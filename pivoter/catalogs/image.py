@@ -78,6 +78,9 @@ class ImageCatalogSource:
         self.platform = platform
         self._digest: str | None = None
         self._catalog: Catalog | None = None
+        self.fetched_bytes = 0
+        """Bytes the last fetch transferred as counted by the manifests' sizes: the layers and
+        config when the image was pulled again, 0 for the cheap poll (one manifest request)."""
 
     @property
     def digest(self) -> str | None:
@@ -89,10 +92,19 @@ class ImageCatalogSource:
         try:
             client, reference = self._client()
             top = client.manifest(reference.manifest_ref)
+            self.fetched_bytes = 0
             if top.digest == self._digest and self._catalog is not None:
                 return self._catalog
             manifest = self._image_manifest(client, top)
             config = self._config(client, manifest)
+            self.fetched_bytes = sum(
+                int(d.get("size") or 0)
+                for d in [
+                    manifest.document.get("config") or {},
+                    *manifest.document.get("layers", []),
+                ]
+                if isinstance(d, dict)
+            )
         except ProvisionerError as exc:
             raise FetchFailed(f"image {self.spec}: {exc}") from exc
         directory = configs_directory(config, self.spec)

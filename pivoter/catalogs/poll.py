@@ -41,6 +41,8 @@ class PollOutcome:
     problem: CatalogProblem | None = None
     seconds: float = 0.0
     """Wall time of the fetch (and, when the source digest moved, digest and validation)."""
+    fetched_bytes: int | None = None
+    """Bytes the fetch received, when the source counts them."""
 
 
 @dataclass
@@ -63,11 +65,17 @@ class Poller:
         except CatalogProblem as problem:
             self.failures += 1
             return PollOutcome(
-                cache.get(self.cache_name), problem=problem, seconds=time.monotonic() - started
+                cache.get(self.cache_name),
+                problem=problem,
+                seconds=time.monotonic() - started,
+                fetched_bytes=getattr(self.built.source, "fetched_bytes", None),
             )
         self.failures = 0
         return PollOutcome(
-            cache.get(self.cache_name), changed=changed, seconds=time.monotonic() - started
+            cache.get(self.cache_name),
+            changed=changed,
+            seconds=time.monotonic() - started,
+            fetched_bytes=getattr(self.built.source, "fetched_bytes", None),
         )
 
     def _poll(self, cache: CatalogCache, priority: int) -> bool:

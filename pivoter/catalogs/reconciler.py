@@ -30,6 +30,7 @@ from pivoter.apis import pivoter as api
 from pivoter.catalogs.cache import CachedCatalog, CatalogCache
 from pivoter.catalogs.errors import REASON_FETCHED, CatalogProblem, InvalidCatalog
 from pivoter.catalogs.interval import MIN_INTERVAL, parse_duration, retry_delay
+from pivoter.catalogs.metrics import CatalogMetrics
 from pivoter.catalogs.poll import Poller, PollOutcome
 from pivoter.catalogs.sources import SourceSettings, build_source
 from pivoter.controller.controller import Result
@@ -87,6 +88,7 @@ class CatalogReconciler:
     validate: bool = True
     status_heartbeat: float = 3600.0
     recorder: EventRecorder | None = None
+    metrics: CatalogMetrics | None = None
     clock: Callable[[], float] = time.monotonic
     wall_clock: Callable[[], float] = time.time
     _states: dict[str, _State] = field(default_factory=dict, init=False, repr=False)
@@ -106,6 +108,8 @@ class CatalogReconciler:
         """Drop what is known about ``name`` and remove it from the cache."""
         with self._lock:
             self._states.pop(name, None)
+        if self.metrics is not None:
+            self.metrics.forget(name)
         if self.cache.remove(name):
             log.info("catalog %s: deleted; removed from the cache", name)
 
@@ -148,6 +152,10 @@ class CatalogReconciler:
             failures = state.poller.failures + 1 if state else 1
             if state is not None:
                 state.poller.failures = failures
+            if self.metrics is not None:
+                self.metrics.record(
+                    name, seconds=0.0, changed=False, fetched=None, reason=problem.reason
+                )
             self._report(catalog, PollOutcome(self.cache.get(name), problem=problem), "")
             return Result(requeue_after=retry_delay(failures, interval))
         if state is None or state.poller.built.key != built.key:
@@ -156,6 +164,14 @@ class CatalogReconciler:
                 self._states[name] = state
         state.generation, state.stale = generation, False
         outcome = state.poller.poll(self.cache, priority)
+        if self.metrics is not None:
+            self.metrics.record(
+                name,
+                seconds=outcome.seconds,
+                changed=outcome.changed,
+                fetched=outcome.fetched_bytes,
+                reason=outcome.problem.reason if outcome.problem else "",
+            )
         delay = retry_delay(state.poller.failures, interval)
         state.next_poll = self.clock() + delay
         self._report(catalog, outcome, built.description)

@@ -21,6 +21,7 @@ from pivoter.catalogs.foreign import (
     catalog_source_spec,
     cluster_catalog_spec,
 )
+from pivoter.catalogs.metrics import CatalogMetrics
 from pivoter.catalogs.reconciler import (
     CATALOGS,
     CatalogReconciler,
@@ -58,7 +59,14 @@ def setup(
     settings = settings or SourceSettings(
         workdir=Path(tempfile.mkdtemp(prefix="pivoter-catalogs-"))
     )
-    reconciler = CatalogReconciler(manager.kube, cache, namespace, settings, recorder=recorder)
+    reconciler = CatalogReconciler(
+        manager.kube,
+        cache,
+        namespace,
+        settings,
+        recorder=recorder,
+        metrics=CatalogMetrics(manager.metrics.registry),
+    )
     controller = manager.controller(CONTROLLER_NAME, reconciler.reconcile, workers=workers)
     catalogs = manager.informer_for(CATALOGS)
     controller.watch(catalogs)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client import CollectorRegistry
 
 from pivoter.catalogs import (
     CATALOGS,
@@ -26,6 +27,7 @@ from pivoter.catalogs import (
     CatalogReconciler,
     SourceSettings,
 )
+from pivoter.catalogs.metrics import CatalogMetrics
 from pivoter.catalogserver.grpcserver import build_server
 from pivoter.catalogserver.httpserver import CatalogHTTPServer
 from pivoter.catalogserver.reload import Reloader
@@ -121,6 +123,8 @@ class Harness:
     cache: CatalogCache
     reconciler: CatalogReconciler
     clock: FakeClock
+    registry: CollectorRegistry
+    """The reconciler's metrics."""
     changes: list[CatalogChange] = field(default_factory=list)
     created: list[str] = field(default_factory=list)
 
@@ -176,8 +180,11 @@ def harness(
     clock = FakeClock()
     cache = CatalogCache()
     settings = SourceSettings(workdir=tmp_path / "work", timeout=3.0, deadline=20.0)
-    reconciler = CatalogReconciler(kube, cache, namespace, settings, clock=clock)
-    harness = Harness(kube, namespace, cache, reconciler, clock)
+    registry = CollectorRegistry()
+    reconciler = CatalogReconciler(
+        kube, cache, namespace, settings, clock=clock, metrics=CatalogMetrics(registry)
+    )
+    harness = Harness(kube, namespace, cache, reconciler, clock, registry)
     cache.on_change(harness.changes.append)
     yield harness
     for name in harness.created:

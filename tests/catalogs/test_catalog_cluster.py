@@ -68,6 +68,20 @@ def test_served_catalog_is_cached_and_changes_are_detected_once(
     harness.poll(name)
     assert len(harness.changes_of(name)) == 2
 
+    def sample(metric: str, **labels: str) -> float:
+        value = harness.registry.get_sample_value(metric, {"catalog": name, **labels})
+        return value or 0.0
+
+    assert sample("pivoter_catalog_polls_total", outcome="changed") == 2
+    assert sample("pivoter_catalog_polls_total", outcome="unchanged") == 2
+    assert sample("pivoter_catalog_poll_duration_seconds_count") == 4
+    fetched = sample("pivoter_catalog_poll_bytes_total")
+    # gRPC refetches the whole catalog every poll; HTTP answers an unchanged poll with a 304.
+    assert fetched > 0
+    harness.poll(name)
+    more = sample("pivoter_catalog_poll_bytes_total") - fetched
+    assert (more > 0) if kind == "grpc" else (more == 0)
+
 
 def test_unreachable_source_keeps_the_last_good_content(
     harness: Harness, catalog_server: CatalogServer
@@ -87,6 +101,8 @@ def test_unreachable_source_keeps_the_last_good_content(
     # still failing: the same status, not rewritten on every poll
     assert rv(harness.poll(name)) == rv(failed)
     assert len(harness.changes_of(name)) == 1
+    labels = {"catalog": name, "reason": REASON_FETCH_FAILED}
+    assert harness.registry.get_sample_value("pivoter_catalog_poll_errors_total", labels) == 2
 
 
 def test_never_reachable_source_says_nothing_is_served(harness: Harness) -> None:

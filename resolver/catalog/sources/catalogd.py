@@ -66,6 +66,8 @@ class CatalogdSource:
         self.timeout = timeout
         self.deadline = deadline
         self.max_bytes = max_bytes
+        self.fetched_bytes = 0
+        """Body bytes the last fetch received on the wire (0 for a 304 Not Modified)."""
         self.max_line_bytes = max_line_bytes
         self._digest: str | None = None
         self._last_modified: str | None = None
@@ -126,6 +128,7 @@ class CatalogdSource:
                 raise SourceError(url, f"connection dropped mid-stream: {err!r}") from None
             if not raw:
                 break
+            self.fetched_bytes += len(raw)
             if inflate is not None:
                 try:
                     data = inflate.decompress(raw, self.max_bytes - total + 1)
@@ -178,6 +181,7 @@ class CatalogdSource:
         headers = {}
         if self._last_modified and self._catalog is not None:
             headers["If-Modified-Since"] = self._last_modified
+        self.fetched_bytes = 0
         conn, response = self._request(self._parts.path.rstrip("/") + "/api/v1/all", headers)
         try:
             if response.status == 304 and self._catalog is not None:

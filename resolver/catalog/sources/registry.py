@@ -16,7 +16,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import grpc
 import orjson
@@ -35,6 +36,8 @@ from resolver.catalog.model import (
 )
 from resolver.catalog.registryapi import registry_pb2 as api
 from resolver.catalog.sources.base import SourceError
+
+_M = TypeVar("_M")
 
 DEFAULT_TIMEOUT = 30.0
 """Seconds each call may take before the server counts as stalled."""
@@ -68,6 +71,9 @@ class RegistrySource:
         self.max_message_bytes = max_message_bytes
         self.ca_file = ca_file
         self._digest: str | None = None
+        self.fetched_bytes = 0
+        """Bytes of the response messages the last fetch received (the whole catalog: the
+        registry API has no change signal)."""
 
     @property
     def digest(self) -> str | None:
@@ -108,6 +114,14 @@ class RegistrySource:
         """Read every package and bundle and build the catalog (raises SourceError)."""
         started = time.monotonic()
         hasher = hashlib.sha256()
+        self.fetched_bytes = 0
+
+        def counted(parse: Callable[[bytes], _M]) -> Callable[[bytes], _M]:
+            def deserialize(data: bytes) -> _M:
+                self.fetched_bytes += len(data)
+                return parse(data)
+
+            return deserialize
 
         def budget() -> float:
             left = self.deadline - (time.monotonic() - started)
@@ -119,17 +133,17 @@ class RegistrySource:
             list_packages = channel.unary_stream(
                 _SERVICE + "ListPackages",
                 request_serializer=api.ListPackageRequest.SerializeToString,
-                response_deserializer=api.PackageName.FromString,
+                response_deserializer=counted(api.PackageName.FromString),
             )
             get_package = channel.unary_unary(
                 _SERVICE + "GetPackage",
                 request_serializer=api.GetPackageRequest.SerializeToString,
-                response_deserializer=api.Package.FromString,
+                response_deserializer=counted(api.Package.FromString),
             )
             list_bundles = channel.unary_stream(
                 _SERVICE + "ListBundles",
                 request_serializer=api.ListBundlesRequest.SerializeToString,
-                response_deserializer=api.Bundle.FromString,
+                response_deserializer=counted(api.Bundle.FromString),
             )
             method = "ListPackages"
             try:
