@@ -15,25 +15,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from pivoter.apis import platform
-from pivoter.catalogs import CATALOGS, CatalogCache, CatalogChange
+from pivoter.catalogs import CatalogCache
 from pivoter.controller.manager import Manager
-from pivoter.controllers.bundle import BUNDLES
-from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS
 from pivoter.kube import EventRecorder, Resource
 from pivoter.pivot import Preparer
 from pivoter.platformoperators.status import platform_operator_status
 from pivoter.resolutions import (
     ANNOTATION_PINNED_REVISION,
     ANNOTATION_RETRY,
-    Engine,
     InputReconciler,
     InputSpec,
     Kind,
-    children_of,
 )
-from pivoter.resolutions.catalogs import serving_flips
-from pivoter.resolutions.dependents import dependents_of
-from pivoter.resolutions.metrics import InputMetrics
+from pivoter.resolutions.controller import register
 from pivoter.resolvesets import InputRef, RevisionStore
 from resolver.rules.inputs import PackageRequest
 
@@ -86,39 +80,13 @@ def setup(
     workers: int = 1,
 ) -> InputReconciler:
     """Register the PlatformOperator controller; return its reconciler."""
-    engine = Engine(
-        manager.kube,
-        cache,
-        store,
+    return register(
+        manager,
+        platform_operator_kind(settings or Settings()),
+        name=CONTROLLER_NAME,
+        cache=cache,
+        store=store,
         preparer=preparer,
-        metrics=InputMetrics.of(manager.metrics.registry),
+        recorder=recorder,
+        workers=workers,
     )
-    kind = platform_operator_kind(settings or Settings())
-    reconciler = InputReconciler(manager.kube, engine, kind, recorder=recorder)
-    controller = manager.controller(CONTROLLER_NAME, reconciler.reconcile, workers=workers)
-    operators = manager.informer_for(PLATFORM_OPERATORS)
-    controller.watch(operators)
-    controller.watch(manager.informer_for(BUNDLE_DEPLOYMENTS), children_of("PlatformOperator"))
-    # Joint resolution: another input's child changed, re-resolve the inputs that depend on it.
-    controller.watch(
-        manager.informer_for(BUNDLE_DEPLOYMENTS),
-        dependents_of("PlatformOperator", operators.store.list),
-    )
-    # A pivot that is Preparing waits for its Bundles to unpack.
-    controller.watch(manager.informer_for(BUNDLES), children_of("PlatformOperator"))
-
-    def catalog_changed(_: CatalogChange) -> None:
-        for obj in operators.store.list():
-            controller.queue.add(str(obj["metadata"]["name"]))
-
-    cache.on_change(catalog_changed)
-    # A Catalog that stops (or starts again) serving: the inputs say whether they resolve from
-    # its last good content.
-    flipped = serving_flips()
-    controller.watch(
-        manager.informer_for(CATALOGS),
-        lambda catalog: (
-            [str(o["metadata"]["name"]) for o in operators.store.list()] if flipped(catalog) else []
-        ),
-    )
-    return reconciler

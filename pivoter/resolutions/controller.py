@@ -1,13 +1,14 @@
-"""The Resolution controller: ``setup(manager, cache=..., store=...)`` for ``pivoter run``.
+"""The Resolution controller: ``setup(manager, cache=..., store=..., preparer=...)`` for
+``pivoter run``, and :func:`register`, the wiring every input kind shares.
 
-Watches Resolutions and their child BundleDeployments (mapped back through the
-``pivoter.io/input`` annotation), re-resolves the Resolutions that depend on another input's
-child when it changes (:mod:`pivoter.resolutions.dependents`), and re-resolves every
-Resolution when a catalog's content changes (:meth:`pivoter.catalogs.CatalogCache.on_change`).
-The work is done by the shared :class:`~pivoter.resolutions.inputs.InputReconciler` and
+An input controller watches its inputs and their child BundleDeployments (mapped back through
+the ``pivoter.io/input`` annotation), the Bundles prepared for their pivots, the children of
+other inputs they depend on (:mod:`pivoter.resolutions.dependents`), and Catalogs whose
+``Serving`` status flips; it re-resolves every input when a catalog's content changes
+(:meth:`pivoter.catalogs.CatalogCache.on_change`). The work is done by the shared
+:class:`~pivoter.resolutions.inputs.InputReconciler` and
 :class:`~pivoter.resolutions.engine.Engine`.
 """
-
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -29,7 +30,7 @@ from pivoter.resolutions.spec import from_resolution
 from pivoter.resolutions.status import resolution_status
 from pivoter.resolvesets import RevisionStore
 
-__all__ = ["CONTROLLER_NAME", "RESOLUTIONS", "children_of", "resolution_kind", "setup"]
+__all__ = ["CONTROLLER_NAME", "RESOLUTIONS", "children_of", "register", "resolution_kind", "setup"]
 
 RESOLUTIONS = Resource(api.API_VERSION, "Resolution", "resolutions", namespaced=False)
 CONTROLLER_NAME = "resolutions"
@@ -57,6 +58,55 @@ def children_of(kind: str) -> Any:
     return mapper
 
 
+def register(
+    manager: Manager,
+    kind: Kind,
+    *,
+    name: str,
+    cache: CatalogCache,
+    store: RevisionStore,
+    preparer: Preparer,
+    recorder: EventRecorder | None,
+    workers: int,
+) -> InputReconciler:
+    """Register the controller of one input kind with every watch an input needs; return its
+    reconciler. Shared by the Resolution and PlatformOperator controllers."""
+    engine = Engine(
+        manager.kube,
+        cache,
+        store,
+        preparer=preparer,
+        metrics=InputMetrics.of(manager.metrics.registry),
+    )
+    reconciler = InputReconciler(manager.kube, engine, kind, recorder=recorder)
+    controller = manager.controller(name, reconciler.reconcile, workers=workers)
+    inputs = manager.informer_for(kind.resource)
+    kind_name = kind.resource.kind
+
+    def every_input() -> list[str]:
+        return [str(o["metadata"]["name"]) for o in inputs.store.list()]
+
+    controller.watch(inputs)
+    controller.watch(manager.informer_for(BUNDLE_DEPLOYMENTS), children_of(kind_name))
+    # Joint resolution: another input's child changed, re-resolve the inputs that depend on it.
+    controller.watch(
+        manager.informer_for(BUNDLE_DEPLOYMENTS), dependents_of(kind_name, inputs.store.list)
+    )
+    # A pivot that is Preparing waits for its Bundles to unpack.
+    controller.watch(manager.informer_for(BUNDLES), children_of(kind_name))
+
+    def catalog_changed(_: CatalogChange) -> None:
+        for input_name in every_input():
+            controller.queue.add(input_name)
+
+    cache.on_change(catalog_changed)
+    # A Catalog that stops (or starts again) serving: the inputs say whether they resolve from
+    # its last good content.
+    flipped = serving_flips()
+    controller.watch(manager.informer_for(CATALOGS), lambda c: every_input() if flipped(c) else [])
+    return reconciler
+
+
 def setup(
     manager: Manager,
     *,
@@ -67,40 +117,13 @@ def setup(
     workers: int = 2,
 ) -> InputReconciler:
     """Register the Resolution controller; return its reconciler."""
-    engine = Engine(
-        manager.kube,
-        cache,
-        store,
+    return register(
+        manager,
+        resolution_kind(),
+        name=CONTROLLER_NAME,
+        cache=cache,
+        store=store,
         preparer=preparer,
-        metrics=InputMetrics.of(manager.metrics.registry),
+        recorder=recorder,
+        workers=workers,
     )
-    reconciler = InputReconciler(manager.kube, engine, resolution_kind(), recorder=recorder)
-    controller = manager.controller(CONTROLLER_NAME, reconciler.reconcile, workers=workers)
-    resolutions = manager.informer_for(RESOLUTIONS)
-    controller.watch(resolutions)
-    controller.watch(manager.informer_for(BUNDLE_DEPLOYMENTS), children_of("Resolution"))
-    # Joint resolution: another input's child changed, re-resolve the inputs that depend on it.
-    controller.watch(
-        manager.informer_for(BUNDLE_DEPLOYMENTS),
-        dependents_of("Resolution", resolutions.store.list),
-    )
-    # A pivot that is Preparing waits for its Bundles to unpack.
-    controller.watch(manager.informer_for(BUNDLES), children_of("Resolution"))
-
-    def catalog_changed(_: CatalogChange) -> None:
-        for obj in resolutions.store.list():
-            controller.queue.add(str(obj["metadata"]["name"]))
-
-    cache.on_change(catalog_changed)
-    # A Catalog that stops (or starts again) serving: the inputs say whether they resolve from
-    # its last good content.
-    flipped = serving_flips()
-    controller.watch(
-        manager.informer_for(CATALOGS),
-        lambda catalog: (
-            [str(o["metadata"]["name"]) for o in resolutions.store.list()]
-            if flipped(catalog)
-            else []
-        ),
-    )
-    return reconciler

@@ -15,6 +15,7 @@ from pivoter.controllers.bundle import BUNDLES
 from pivoter.kube import NotFound, Resource
 from pivoter.pivot import children_selector
 from pivoter.resolvesets import InputRef
+from tests.e2e.helpers import cr_manifest, crd_manifest
 from tests.resolutions.conftest import Env, is_
 from tests.resolutions.helpers import Version, config_map, missing_kind
 
@@ -39,34 +40,6 @@ def _bundles_of(env: Env, name: str) -> list[str]:
     return sorted(str(b["metadata"]["name"]) for b in items)
 
 
-def _crd(group: str) -> str:
-    return yaml.safe_dump(
-        {
-            "apiVersion": "apiextensions.k8s.io/v1",
-            "kind": "CustomResourceDefinition",
-            "metadata": {"name": f"widgets.{group}"},
-            "spec": {
-                "group": group,
-                "scope": "Namespaced",
-                "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-                "versions": [
-                    {
-                        "name": "v1",
-                        "served": True,
-                        "storage": True,
-                        "schema": {
-                            "openAPIV3Schema": {
-                                "type": "object",
-                                "x-kubernetes-preserve-unknown-fields": True,
-                            }
-                        },
-                    }
-                ],
-            },
-        }
-    )
-
-
 @pytest.fixture
 def group(namespace: str) -> str:
     """A CRD group of this test only (the test deletes its CRD: CRDs are kept on uninstall)."""
@@ -79,15 +52,8 @@ def test_providers_are_applied_before_their_consumers(env: Env, group: str) -> N
     namespace_doc = yaml.safe_dump(
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": extra}}
     )
-    widget = yaml.safe_dump(
-        {
-            "apiVersion": f"{group}/v1",
-            "kind": "Widget",
-            "metadata": {"name": "w", "namespace": ns},
-            "spec": {"size": 3},
-        }
-    )
-    env.publisher.add("provider", Version("1.0.0", _crd(group) + "---\n" + namespace_doc))
+    widget = cr_manifest(group, "w", ns)
+    env.publisher.add("provider", Version("1.0.0", crd_manifest(group) + "---\n" + namespace_doc))
     env.publisher.add(
         "consumer",
         Version(
@@ -105,7 +71,7 @@ def test_providers_are_applied_before_their_consumers(env: Env, group: str) -> N
         assert pivot["waves"] == [["provider"], ["consumer"]]
         assert pivot["appliedWaves"] == 2
         widgets = env.kube.resource(f"{group}/v1", "Widget")
-        assert env.kube.get(widgets, "w", ns)["spec"] == {"size": 3}
+        assert env.kube.get(widgets, "w", ns)["spec"] == {"size": 1}
         cm = env.kube.get(env.kube.resource("v1", "ConfigMap"), "settings", extra)
         assert cm["data"] == {"mode": "fast"}
         # The children own the Bundles prepared for them; none is left over.
