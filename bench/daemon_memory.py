@@ -7,8 +7,12 @@ cluster of ``--kubeconfig``; its ``VmRSS``/``VmHWM`` are read from ``/proc`` onc
 Installed, then (after ``--warmup`` seconds) sampled every 5 s for ``--settle`` seconds while
 nothing changes (median reported), with the CPU time used in that window.
 
+``--profile OUT`` runs ``py-spy record`` (``--py-spy``, a py-spy installed outside the repo) on
+the daemon during that window and writes the collapsed stacks to OUT (py-spy's sampling costs the
+daemon some CPU: take the CPU figure from a run without it).
+
 Usage: python bench/daemon_memory.py [--generated 200] [--warmup 0] [--settle 60]
-       [--kubeconfig FILE]
+       [--kubeconfig FILE] [--profile OUT --py-spy PATH]
 Prints a Markdown table for docs/benchmarks/daemon-memory.md.
 """
 
@@ -141,7 +145,13 @@ def _installed(kube: Kube, names: list[str]) -> int:
 
 
 def run(
-    kubeconfig: Path, generated: int, settle: float, work: Path, warmup: float = 0.0
+    kubeconfig: Path,
+    generated: int,
+    settle: float,
+    work: Path,
+    *,
+    warmup: float = 0.0,
+    profile: list[str] | None = None,
 ) -> dict[str, Any]:
     api_client = load_client(kubeconfig=str(kubeconfig))
     kube = Kube(api_client)
@@ -173,7 +183,7 @@ def run(
     try:
         time.sleep(3)
         base = _status(daemon.pid)
-        names = []
+        names: list[str] = []
         for package, root in sorted(real_bundles().items()):
             sources = []
             for part in ("manifests", "metadata"):
@@ -204,6 +214,15 @@ def run(
         installed_after = time.monotonic() - start
         peak_after_install = _status(daemon.pid)
         time.sleep(warmup)
+        profiler = None
+        if profile:
+            profiler = subprocess.Popen(
+                [
+                    *(profile[0], "record", "--pid", str(daemon.pid)),
+                    *("--duration", str(int(settle)), "--rate", "50"),
+                    *("--format", "raw", "--output", profile[1]),
+                ]
+            )
         cpu_before = _cpu_seconds(daemon.pid)
         samples = []
         t0 = time.monotonic()
@@ -211,6 +230,8 @@ def run(
             time.sleep(5)
             samples.append(_status(daemon.pid)["VmRSS"])
         cpu = _cpu_seconds(daemon.pid) - cpu_before
+        if profiler is not None:
+            profiler.wait(60)
         return {
             "bundle_deployments": len(names),
             "installed_after_s": round(installed_after, 1),
@@ -235,15 +256,30 @@ def main() -> int:
     parser.add_argument("--warmup", type=float, default=0.0, help="seconds to wait first")
     parser.add_argument("--settle", type=float, default=60.0)
     parser.add_argument("--kubeconfig", type=Path)
+    parser.add_argument("--profile", help="write py-spy's collapsed stacks of the window here")
+    parser.add_argument("--py-spy", default="py-spy", help="the py-spy binary for --profile")
     args = parser.parse_args()
+    profile = [args.py_spy, args.profile] if args.profile else None
     with tempfile.TemporaryDirectory(prefix="pivoter-bench-") as tmp:
         if args.kubeconfig:
-            result = run(args.kubeconfig, args.generated, args.settle, Path(tmp), args.warmup)
+            result = run(
+                args.kubeconfig,
+                args.generated,
+                args.settle,
+                Path(tmp),
+                warmup=args.warmup,
+                profile=profile,
+            )
         else:
             cluster = TestCluster.start()
             try:
                 result = run(
-                    cluster.kubeconfig, args.generated, args.settle, Path(tmp), args.warmup
+                    cluster.kubeconfig,
+                    args.generated,
+                    args.settle,
+                    Path(tmp),
+                    warmup=args.warmup,
+                    profile=profile,
                 )
             finally:
                 cluster.stop()

@@ -151,6 +151,8 @@ class BundleDeploymentReconciler:
     bundles: BundleReconciler
     recorder: EventRecorder | None = None
     health_interval_seconds: float = 10.0
+    """How soon an unhealthy BundleDeployment is looked at again while some failing object is
+    not yet in a synced shared cache (watched objects wake it up themselves when they change)."""
     full_check_interval_seconds: float = 600.0
     """How often the installed objects are compared with the bundle even if no watch said they
     changed (and webhook certificates renewed)."""
@@ -297,9 +299,18 @@ class BundleDeploymentReconciler:
         if outcome.wait:
             return Result(requeue_after=FINALIZING_RECHECK_SECONDS)
         if failing:
-            return Result(requeue_after=self.health_interval_seconds)
+            return Result(requeue_after=self._health_recheck(failing))
         # Look again now and then: webhook certificates are renewed by a fresh conversion.
         return Result(requeue_after=self.full_check_interval_seconds)
+
+    def _health_recheck(self, failing: list[tuple[ObjectRef, str]]) -> float:
+        """When to look again at an unhealthy BundleDeployment. Health is read from the failing
+        objects alone, so once the shared caches watch every one of them, each change that can
+        heal it queues the BundleDeployment and polling would only repeat the same verdict: the
+        full-check interval is then the safety net. Until then, the health interval."""
+        if self.managed is None or not all(self.managed.cached(ref)[0] for ref, _ in failing):
+            return self.health_interval_seconds
+        return self.full_check_interval_seconds
 
     def _is_steady(self, bd: dict[str, Any], bundle_name: str) -> bool:
         """Whether the bundle and spec now wanted are the ones installed last time (no pivot,
