@@ -9,6 +9,7 @@ other inputs they depend on (:mod:`pivoter.resolutions.dependents`), and Catalog
 :class:`~pivoter.resolutions.inputs.InputReconciler` and
 :class:`~pivoter.resolutions.engine.Engine`.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping

@@ -60,7 +60,10 @@ Status3 = tuple[str, str, str]
 """(condition status, reason, message)."""
 Persist = Callable[[Record], None]
 
-HEALTH_POLL = 10.0
+OBSERVE_POLL = 300.0
+"""A safety net only: outside a pivot, a child's status change (Healthy, Installed, deleted)
+queues its input through the child watch, so an input with an unhealthy child is not
+re-resolved on a timer (each pass runs the resolver)."""
 CONFLICT_POLL = 30.0
 PLAN_POLL = 2.0
 """How often a plan whose bundles are still unpacking is looked at again (the Bundle watch
@@ -474,7 +477,7 @@ class Engine:
         if out.selection is None:
             out.selection = document
         if any(r.state is not ChildState.READY for r in out.reports):
-            out.requeue_after = min(out.requeue_after or HEALTH_POLL, HEALTH_POLL)
+            out.requeue_after = min(out.requeue_after or OBSERVE_POLL, OBSERVE_POLL)
         return [r.package for r in out.reports if r.state is ChildState.MISSING]
 
     def _count_resolution(self, spec: InputSpec, outcome: str, began: float) -> None:
