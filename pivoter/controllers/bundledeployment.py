@@ -25,13 +25,10 @@ import contextlib
 import hashlib
 import json
 import logging
-import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-
-from kubernetes.client import ApiClient
 
 from pivoter.apis import rukpak
 from pivoter.controller.controller import Result
@@ -40,6 +37,7 @@ from pivoter.controllers.bundle import BUNDLES, BundleReconciler, bundle_format_
 from pivoter.controllers.conditions import FALSE, TRUE, UNKNOWN, find, set_condition
 from pivoter.controllers.managedobjects import ManagedObjects
 from pivoter.kube import MERGE_PATCH, EventRecorder, Kube, KubeError, NotFound, Resource
+from pivoter.kube.identities import Identities
 from provisioners.apply.applier import Applier, ApplyError, Owner
 from provisioners.apply.kubeapi import KubeAPI
 from provisioners.apply.objects import LABEL_OWNER_KIND, LABEL_OWNER_NAME, ObjectRef, ref_of
@@ -158,10 +156,12 @@ class BundleDeploymentReconciler:
     changed (and webhook certificates renewed)."""
     managed: ManagedObjects | None = None
     """Shared watches on the installed objects (set by the wiring); None: read the API."""
-    _apis: dict[str, KubeAPI] = field(default_factory=dict)
+    _identities: Identities = field(init=False)
     _verified: dict[str, _Verified] = field(default_factory=dict)
     _pending_drift: dict[str, _PendingDrift] = field(default_factory=dict)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        self._identities = Identities(self.kube)
 
     # -- entry point -------------------------------------------------------------------------
 
@@ -589,18 +589,7 @@ class BundleDeploymentReconciler:
 
     def _api_for(self, service_account: Mapping[str, Any] | None) -> KubeAPI:
         """The daemon's own API access, or one that impersonates the named service account."""
-        user = ""
-        if service_account:
-            user = f"system:serviceaccount:{service_account['namespace']}:{service_account['name']}"
-        with self._lock:
-            api = self._apis.get(user)
-            if api is None:
-                client = ApiClient(self.kube.api_client.configuration)
-                if user:
-                    # The API server adds the service account's groups when none are given.
-                    client.set_default_header("Impersonate-User", user)  # type: ignore[no-untyped-call]
-                api = self._apis[user] = KubeAPI(client)
-            return api
+        return self._identities.api_for(service_account)
 
     # -- deletion ----------------------------------------------------------------------------
 
