@@ -17,7 +17,7 @@ from typing import Any
 
 from provisioners.apply.objects import crd_kinds, ref_of
 
-__all__ = ["dependencies", "waves"]
+__all__ = ["Key", "dependencies", "providers", "waves"]
 
 Key = tuple[str, str, str]
 """("kind", group, kind) or ("namespace", "", name)."""
@@ -44,17 +44,23 @@ def _uses(objects: Sequence[Mapping[str, Any]]) -> set[Key]:
     return keys
 
 
-def dependencies(contents: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, set[str]]:
-    """For each package, the other packages of the group whose APIs or namespaces it uses."""
-    providers: dict[Key, set[str]] = {}
+def providers(contents: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[Key, set[str]]:
+    """Which packages of the group provide each kind (by its CRD) and each Namespace."""
+    found: dict[Key, set[str]] = {}
     for package, objects in contents.items():
         for key in _provides(objects):
-            providers.setdefault(key, set()).add(package)
+            found.setdefault(key, set()).add(package)
+    return found
+
+
+def dependencies(contents: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, set[str]]:
+    """For each package, the other packages of the group whose APIs or namespaces it uses."""
+    by_key = providers(contents)
     needs: dict[str, set[str]] = {}
     for package, objects in contents.items():
         found: set[str] = set()
         for key in _uses(objects):
-            found |= providers.get(key, set())
+            found |= by_key.get(key, set())
         needs[package] = found - {package}
     return needs
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from pivoter.apis import rukpak
@@ -39,10 +39,10 @@ from pivoter.pivot.naming import (
     ANNOTATION_PACKAGE,
     children_selector,
 )
-from pivoter.pivot.order import waves
+from pivoter.pivot.order import providers, waves
 from pivoter.resolvesets import InputRef
 from provisioners.apply.applier import Applier, ApplyError, Owner
-from provisioners.apply.objects import ObjectRef, crd_kinds, ref_of
+from provisioners.apply.objects import ObjectRef, ref_of
 from provisioners.errors import ProvisionerError
 from provisioners.store import StoreError
 
@@ -84,7 +84,6 @@ class Prepared:
     checked: int = 0
     deferred: tuple[str, ...] = ()
     """Objects left out of the dry run, each with why."""
-    notes: tuple[str, ...] = field(default_factory=tuple)
 
     def summary(self) -> str:
         """One line for the pivot's Event and record."""
@@ -115,7 +114,6 @@ class Preparer:
         children: Sequence[Object],
         *,
         owner: Mapping[str, Any],
-        dry_run: bool = True,
     ) -> Prepared | Pending:
         """Prepare the desired ``children`` (child BundleDeployments, not yet applied) of the
         input ``owner``; raise :class:`PrepareFailed` naming the first bundle that cannot be
@@ -135,12 +133,9 @@ class Preparer:
         objects = {p: c.objects for p, c in contents.items()}
         order = waves(objects)
         refs = {p: tuple(_refs(objs)) for p, objs in objects.items()}
-        notes = tuple(note for c in contents.values() for note in c.notes)
-        if not dry_run:
-            return Prepared(order, refs, notes=notes)
         by_package = {_annotation(child, ANNOTATION_PACKAGE): child for child in children}
         checked, deferred = self._dry_run(order, objects, by_package)
-        return Prepared(order, refs, checked=checked, deferred=tuple(deferred), notes=notes)
+        return Prepared(order, refs, checked=checked, deferred=tuple(deferred))
 
     def hand_over(self, child: Object) -> None:
         """Make the applied ``child`` the controller of its prepared Bundle."""
@@ -273,14 +268,9 @@ class Preparer:
         objects: Mapping[str, list[dict[str, Any]]],
         children: Mapping[str, Object],
     ) -> tuple[int, list[str]]:
-        group_kinds: dict[tuple[str, str], str] = {}
-        group_namespaces: dict[str, str] = {}
-        for package, objs in objects.items():
-            for key in crd_kinds(objs):
-                group_kinds.setdefault(key, package)
-            for obj in objs:
-                if obj.get("kind") == "Namespace" and obj.get("apiVersion") == "v1":
-                    group_namespaces.setdefault(str(obj["metadata"]["name"]), package)
+        by_key = {key: min(packages) for key, packages in providers(objects).items()}
+        group_kinds = {(k[1], k[2]): p for k, p in by_key.items() if k[0] == "kind"}
+        group_namespaces = {k[2]: p for k, p in by_key.items() if k[0] == "namespace"}
         missing_namespaces = {ns for ns in group_namespaces if not self._namespace_exists(ns)}
         checked, deferred = 0, []
         for package in (p for wave in order for p in wave):
