@@ -134,9 +134,14 @@ def _ready(conditions: list[dict[str, Any]], out: Outcome) -> Status3:
     by_type = {c["type"]: c for c in conditions}
     if out.conflict:
         return FALSE, "Conflict", out.conflict
+    # After a failed pivot, the failure (which names the bundle) comes first, whatever state
+    # the children have reached when this status is written.
+    failed = out.progressing[1] == "PivotFailed"
     for type_ in (api.TYPE_RESOLVED, api.TYPE_INSTALLED, api.TYPE_HEALTHY):
         c = by_type[type_]
         if c["status"] != TRUE:
+            if failed and type_ != api.TYPE_RESOLVED:
+                return FALSE, "PivotFailed", f"{out.progressing[2]}; {type_}: {c['message']}"
             return FALSE, str(c["reason"]), f"{type_}: {c['message']}"
     if out.progressing[1] not in READY_PROGRESS:
         return FALSE, out.progressing[1], out.progressing[2]

@@ -1,0 +1,43 @@
+"""``Ready`` after a failed first install says what failed, whatever the child reports."""
+
+from __future__ import annotations
+
+from pivoter.controllers.conditions import find
+from pivoter.pivot import ChildReport, ChildState
+from pivoter.resolutions.engine import Outcome
+from pivoter.resolutions.record import Record
+from pivoter.resolutions.status import resolution_status
+
+FAILED = ("False", "PivotFailed", "revision 1 failed: web.v1.0.0: progress deadline exceeded")
+
+
+def _ready(reports: list[ChildReport], progressing: tuple[str, str, str]) -> dict[str, str]:
+    out = Outcome(record=Record(last_attempted=1), progressing=progressing, reports=reports)
+    out.resolved = ("True", "Resolved", "1 bundle selected")
+    status = resolution_status({}, out, generation=3)
+    ready = find(status["conditions"], "Ready")
+    assert ready is not None
+    assert ready["observedGeneration"] == 3
+    return ready
+
+
+def test_ready_names_the_failed_bundle_when_the_child_is_installed_but_unhealthy() -> None:
+    child = ChildReport("web", "r-web", ChildState.UNHEALTHY, "0 of 1 replicas available")
+    ready = _ready([child], FAILED)
+    assert ready["status"] == "False"
+    assert ready["reason"] == "PivotFailed"
+    assert "web.v1.0.0" in ready["message"]
+    assert "0 of 1 replicas available" in ready["message"]
+
+
+def test_ready_names_the_failed_bundle_before_the_child_reports() -> None:
+    ready = _ready([], FAILED)
+    assert (ready["status"], ready["reason"]) == ("False", "PivotFailed")
+    assert "web.v1.0.0" in ready["message"]
+
+
+def test_ready_gives_the_child_state_when_no_pivot_failed() -> None:
+    child = ChildReport("web", "r-web", ChildState.UNHEALTHY, "0 of 1 replicas available")
+    ready = _ready([child], ("False", "Idle", "no pivot in progress"))
+    assert (ready["status"], ready["reason"]) == ("False", "Unhealthy")
+    assert ready["message"].startswith("Healthy: web (r-web)")
