@@ -25,10 +25,14 @@ from pivoter.controller.informer import EventHandler, Informer
 from pivoter.controller.queue import WorkQueue
 from pivoter.kube.client import Object
 from pivoter.observability.metrics import Metrics
+from provisioners.apply.kubeerrors import Unavailable
 
 __all__ = ["DEFAULT_RESYNC", "Controller", "Mapper", "Reconcile", "Result", "owner_keys"]
 
 log = logging.getLogger(__name__)
+
+UNAVAILABLE_RETRY_CAP = 5.0
+"""Seconds: the longest a key waits to retry after the API server was unavailable."""
 
 DEFAULT_RESYNC = 10 * 3600.0
 
@@ -160,11 +164,21 @@ class Controller:
             metrics.active_workers.labels(self.name).inc()
         try:
             result = self.reconcile(key) or Result()
-        except Exception:
-            log.exception(
-                "controller %s: reconcile of %s failed; retrying with backoff", self.name, key
-            )
-            self.queue.add_rate_limited(key)
+        except Exception as exc:
+            cap = None
+            if isinstance(exc, Unavailable):
+                # The API server is down or overloaded: expected, and the same for every key,
+                # so one line each rather than a traceback each; and a retry soon after it is
+                # back, not after a backoff that grew through the whole outage.
+                log.warning(
+                    "controller %s: reconcile of %s: %s; retrying with backoff", self.name, key, exc
+                )
+                cap = UNAVAILABLE_RETRY_CAP
+            else:
+                log.exception(
+                    "controller %s: reconcile of %s failed; retrying with backoff", self.name, key
+                )
+            self.queue.add_rate_limited(key, cap)
             outcome = "error"
             if metrics is not None:
                 metrics.reconcile_errors.labels(self.name).inc()

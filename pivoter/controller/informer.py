@@ -5,7 +5,9 @@ the list's resourceVersion and applies every event to the cache before calling t
 the API server answers 410 Gone (the resourceVersion was compacted away) it lists again and
 reports the difference (objects created, changed or deleted while it was not watching) as events,
 so handlers never miss a change. Other errors (network, apiserver restart) are retried with
-capped exponential backoff, resuming the watch from the last resourceVersion seen.
+capped exponential backoff (0.8 s doubling up to 5 s: the daemon is one client, and after an
+API server outage its caches should catch up within seconds), resuming the watch from the last
+resourceVersion seen.
 
 A :class:`pivoter.controller.Manager` owns one informer per kind (and namespace) and shares it
 between all controllers that watch that kind.
@@ -53,7 +55,7 @@ class Informer:
         metrics: Metrics | None = None,
         watch_timeout: int = 300,
         backoff_base: float = 0.8,
-        backoff_cap: float = 30.0,
+        backoff_cap: float = 5.0,
     ) -> None:
         self.kube = kube
         self.resource = resource

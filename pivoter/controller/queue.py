@@ -84,11 +84,13 @@ class WorkQueue:
             heapq.heappush(self._waiting, (ready, next(self._seq), key))
             self._cond.notify()
 
-    def add_rate_limited(self, key: str) -> None:
-        """Queue ``key`` after the delay its rate limiter gives (backoff after a failure)."""
+    def add_rate_limited(self, key: str, cap: float | None = None) -> None:
+        """Queue ``key`` after the delay its rate limiter gives (backoff after a failure), at
+        most ``cap`` seconds when given."""
         if self._metrics is not None:
             self._metrics.queue_retries.labels(self.name).inc()
-        self.add_after(key, self.rate_limiter.when(key))
+        delay = self.rate_limiter.when(key)
+        self.add_after(key, delay if cap is None else min(delay, cap))
 
     def forget(self, key: str) -> None:
         """``key`` reconciled fine: reset its backoff."""

@@ -59,3 +59,8 @@ def setup_logging(fmt: str = "json", level: str = "info", stream: TextIO | None 
     root.setLevel(level.upper())
     # The HTTP client logs every connection at debug; keep it at warning unless asked.
     logging.getLogger("urllib3").setLevel(logging.WARNING if level != "debug" else logging.DEBUG)
+    # Its retries of a broken connection are warnings; the request that finally fails is
+    # reported by its caller, once. Keep them for debug.
+    logging.getLogger("urllib3.connectionpool").setLevel(
+        logging.ERROR if level != "debug" else logging.DEBUG
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from typing import Any
@@ -17,7 +18,9 @@ from pivoter.controller import (
     owner_keys,
     split_key,
 )
+from pivoter.controller import controller as controller_module
 from pivoter.observability import Metrics
+from provisioners.apply.kubeerrors import Unavailable
 
 
 def _obj(name: str, rv: str, namespace: str | None = "ns") -> dict[str, Any]:
@@ -144,3 +147,38 @@ def test_stop_waits_for_the_reconcile_in_flight() -> None:
 def test_a_controller_needs_a_worker() -> None:
     with pytest.raises(ValueError, match="at least one worker"):
         Controller("c", lambda key: None, workers=0)
+
+
+def test_an_unavailable_api_server_is_one_line_and_a_short_retry(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """During an outage every key fails the same way: a warning line each (no traceback), and a
+    retry within the cap however long the backoff has grown; other failures keep their
+    traceback and their backoff."""
+    monkeypatch.setattr(controller_module, "UNAVAILABLE_RETRY_CAP", 0.05)
+    calls: dict[str, int] = {}
+
+    def reconcile(key: str) -> None:
+        calls[key] = calls.get(key, 0) + 1
+        if calls[key] <= 2:
+            if key == "down":
+                raise Unavailable(0, "", "GET /api on https://127.0.0.1:1 failed: refused")
+            raise RuntimeError("a bug")
+
+    controller = Controller(
+        "c", reconcile, resync_period=None, rate_limiter=ExponentialBackoff(base=100, cap=1000)
+    )
+    caplog.set_level(logging.WARNING, logger="pivoter.controller.controller")
+    controller.start()
+    controller.queue.add("down")
+    controller.queue.add("bug")
+    _wait(lambda: calls.get("down") == 3)
+    assert controller.stop(5)
+    assert calls["bug"] == 1  # its backoff (100 s) is not capped
+    down = [r for r in caplog.records if "down" in r.getMessage()]
+    assert len(down) == 2
+    assert all(r.levelno == logging.WARNING and r.exc_info is None for r in down)
+    assert "refused" in down[0].getMessage()
+    bug = [r for r in caplog.records if "bug" in r.getMessage()]
+    assert len(bug) == 1
+    assert bug[0].exc_info is not None
