@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from resolver.rules.inputs import Choice, Installed
+from resolver.rules.predicates import PredicateError, requirements
 
 API_VERSION = "pivoter.io/v1alpha1"
 """The schema version of the document."""
@@ -57,10 +58,13 @@ class Entry:
     image: str
     provisioner_class: str
     replaces: str = ""
+    requires: tuple[str, ...] = ()
+    """The other packages of the set whose bundles meet this bundle's requirements
+    (``olm.package.required``, ``olm.gvk.required``, ...): a pivot installs them first."""
 
-    def to_dict(self) -> dict[str, str]:
-        """The entry as plain data (empty ``replaces`` omitted)."""
-        data = {
+    def to_dict(self) -> dict[str, Any]:
+        """The entry as plain data (empty ``replaces`` and ``requires`` omitted)."""
+        data: dict[str, Any] = {
             "package": self.package,
             "version": self.version,
             "bundle": self.bundle,
@@ -71,6 +75,8 @@ class Entry:
         }
         if self.replaces:
             data["replaces"] = self.replaces
+        if self.requires:
+            data["requires"] = list(self.requires)
         return data
 
 
@@ -149,10 +155,28 @@ def from_choices(
             image=c.bundle.image,
             provisioner_class=provisioner_class(c.bundle.mediatype),
             replaces=c.replaces,
+            requires=_requires(c, choices),
         )
         for c in choices
     )
     return ResolveSet(entries, inputs_digest, profile, dict(notes or {}))
+
+
+def _requires(choice: Choice, choices: Sequence[Choice]) -> tuple[str, ...]:
+    """The packages of ``choices`` (other than its own) that meet a requirement of ``choice``."""
+    try:
+        predicates = list(requirements(choice.bundle))
+    except PredicateError:
+        return ()  # the resolver refused such a bundle already; nothing to order by
+    return tuple(
+        sorted(
+            {
+                other.package
+                for other in choices
+                if other.package != choice.package and any(p(other.bundle) for p in predicates)
+            }
+        )
+    )
 
 
 def parse(data: Any) -> ResolveSet:
@@ -186,6 +210,7 @@ def parse(data: Any) -> ResolveSet:
                 image=str(item.get("image", "") or ""),
                 provisioner_class=str(item.get("provisionerClassName", "") or PROVISIONER_REGISTRY),
                 replaces=str(item.get("replaces", "") or ""),
+                requires=_packages(item.get("requires"), f"bundles[{i}].requires"),
             )
         )
     metadata = data.get("metadata") or {}
@@ -194,6 +219,14 @@ def parse(data: Any) -> ResolveSet:
         str(metadata.get("inputsDigest", "") or ""),
         str(metadata.get("profile", "") or ""),
     )
+
+
+def _packages(value: Any, where: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ResolveSetError(f"{where} must be a list of package names")
+    return tuple(value)
 
 
 def loads(text: str) -> ResolveSet:

@@ -160,7 +160,8 @@ class PivotMachine:
         record = result.record
         try:
             desired = [self._desired(plan, e, record.revision) for e in plan.target.entries]
-            prepared = self.preparer.prepare(desired, owner=plan.owner)
+            requires = {e.package: e.requires for e in plan.target.entries}
+            prepared = self.preparer.prepare(desired, owner=plan.owner, requires=requires)
         except UninstallableBundle as exc:
             self._fail(plan, result, exc.bundle, str(exc))
             return

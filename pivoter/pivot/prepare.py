@@ -114,9 +114,11 @@ class Preparer:
         children: Sequence[Object],
         *,
         owner: Mapping[str, Any],
+        requires: Mapping[str, Collection[str]] | None = None,
     ) -> Prepared | Pending:
         """Prepare the desired ``children`` (child BundleDeployments, not yet applied) of the
-        input ``owner``; raise :class:`PrepareFailed` naming the first bundle that cannot be
+        input ``owner``, ordered by their objects and by the packages each ``requires`` (from the
+        ResolveSet); raise :class:`PrepareFailed` naming the first bundle that cannot be
         installed."""
         found = [(child, self._bundle(child, owner)) for child in children]
         waiting = []
@@ -131,7 +133,7 @@ class Preparer:
         for child, bundle in found:
             contents[_annotation(child, ANNOTATION_PACKAGE)] = self._render(child, bundle)
         objects = {p: c.objects for p, c in contents.items()}
-        order = waves(objects)
+        order = waves(objects, requires)
         refs = {p: tuple(_refs(objs)) for p, objs in objects.items()}
         by_package = {_annotation(child, ANNOTATION_PACKAGE): child for child in children}
         checked, deferred = self._dry_run(order, objects, by_package)

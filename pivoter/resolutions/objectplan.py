@@ -59,7 +59,8 @@ def objects_section(
     # Bundles prepared for a plan this one supersedes are not needed any more.
     preparer.release(spec.ref, existing, keep=preparer.bundle_names(desired))
     try:
-        prepared = preparer.prepare(desired, owner=owner)
+        requires = {e.package: e.requires for e in target.entries}
+        prepared = preparer.prepare(desired, owner=owner, requires=requires)
     except PrepareFailed as exc:
         return {
             "problem": f"bundle {exc.bundle} of package {exc.package} cannot be installed: {exc}"

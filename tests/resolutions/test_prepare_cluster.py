@@ -90,6 +90,27 @@ def test_providers_are_applied_before_their_consumers(env: Env, group: str) -> N
             env.kube.delete(CRDS, f"widgets.{group}")
 
 
+def test_a_required_package_is_applied_first_though_no_object_shows_it(env: Env) -> None:
+    """web needs db only at run time (``olm.package.required``; ``olm.gvk.required`` works the
+    same): none of web's objects uses what db brings, and db still goes a wave earlier."""
+    ns = env.namespace
+    env.publisher.add("db", Version("1.0.0", config_map("db", ns, version="1.0.0")))
+    env.publisher.add(
+        "web",
+        Version("1.0.0", config_map("web", ns, version="1.0.0"), requires=(("db", ">=1.0.0"),)),
+    )
+    env.publish()
+    env.catalog()
+    name = env.resolution([{"name": "web"}])
+    obj = env.wait(name, _ready_at(1), what="db then web installed", timeout=120)
+    assert obj["status"]["pivot"]["waves"] == [["db"], ["web"]]
+    (revision,) = env.store.list(InputRef("Resolution", name))
+    bundles = {b["package"]: b for b in yaml.safe_load(revision.document)["bundles"]}
+    assert bundles["web"]["requires"] == ["db"]
+    assert "requires" not in bundles["db"]
+    env.cleanup()
+
+
 def test_a_dry_run_failure_changes_nothing_and_names_the_bundle(env: Env) -> None:
     ns = env.namespace
     env.publisher.add("db", Version("1.0.0", config_map("db", ns, version="1.0.0")))

@@ -8,7 +8,15 @@ import pytest
 import yaml
 
 from resolver import resolveset
-from resolver.catalog.model import PROP_BUNDLE_MEDIATYPE, PROP_PACKAGE, Bundle, Property
+from resolver.catalog.model import (
+    PROP_BUNDLE_MEDIATYPE,
+    PROP_GVK,
+    PROP_GVK_REQUIRED,
+    PROP_PACKAGE,
+    PROP_PACKAGE_REQUIRED,
+    Bundle,
+    Property,
+)
 from resolver.rules.inputs import Choice
 
 
@@ -89,3 +97,46 @@ def test_yaml_and_json_round_trip_to_installed_state() -> None:
 def test_malformed_documents_are_rejected(text: str, message: str) -> None:
     with pytest.raises(resolveset.ResolveSetError, match=message.replace("[", r"\[")):
         resolveset.loads(text)
+
+
+def _with(c: Choice, *props: Property) -> Choice:
+    bundle = c.bundle
+    return Choice(
+        c.package,
+        Bundle(bundle.package, bundle.name, bundle.image, bundle.properties + props),
+        c.catalog,
+        c.channel,
+    )
+
+
+def test_requires_names_the_packages_of_the_set_that_meet_a_bundle_requirement() -> None:
+    gvk = {"group": "db.example.com", "version": "v1", "kind": "Database"}
+    db = _with(choice("db", "1.2.0"), Property(PROP_GVK, gvk))
+    cache = choice("cache", "3.0.0")
+    web = _with(
+        choice("web", "1.0.0"),
+        Property(PROP_GVK_REQUIRED, gvk),
+        Property(PROP_PACKAGE_REQUIRED, {"packageName": "cache", "versionRange": ">=3.0.0"}),
+        # met by nothing in the set (another input holds it): not an ordering edge
+        Property(PROP_PACKAGE_REQUIRED, {"packageName": "elsewhere", "versionRange": ">=1.0.0"}),
+    )
+    # a range the set's bundle does not meet gives no edge either
+    api = _with(
+        choice("api", "1.0.0"),
+        Property(PROP_PACKAGE_REQUIRED, {"packageName": "db", "versionRange": ">=2.0.0"}),
+    )
+    rs = resolveset.from_choices([web, db, cache, api])
+    requires = {e.package: e.requires for e in rs.entries}
+    assert requires == {"web": ("cache", "db"), "db": (), "cache": (), "api": ()}
+    doc = rs.to_dict()
+    assert [b.get("requires") for b in doc["bundles"]] == [None, None, None, ["cache", "db"]]
+    back = resolveset.loads(rs.to_yaml())
+    assert {e.package: e.requires for e in back.entries} == requires
+    assert back.selection_hash == rs.selection_hash
+
+
+def test_requires_must_be_a_list_of_package_names() -> None:
+    doc = resolveset.from_choices([choice("a", "1.0.0")]).to_dict()
+    doc["bundles"][0]["requires"] = "db"
+    with pytest.raises(resolveset.ResolveSetError, match=r"bundles\[0\]\.requires"):
+        resolveset.parse(doc)
