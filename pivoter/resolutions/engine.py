@@ -4,8 +4,9 @@ Shared by the Resolution and PlatformOperator controllers, which turn their obje
 :class:`~pivoter.resolutions.spec.InputSpec`, call :meth:`Engine.reconcile` and render the
 returned :class:`Outcome` as their own status. One reconcile:
 
-1. **conflict**: a requested package already installed by another input stops here;
-2. a **pivot in progress** is carried on (:class:`pivoter.pivot.PivotMachine`), nothing else;
+1. a **pivot in progress** is carried on (:class:`pivoter.pivot.PivotMachine`), nothing else;
+   otherwise steps 2-4 run under :data:`~pivoter.resolutions.held.CLAIMS`, one input at a time;
+2. **conflict**: a requested package already installed by another input stops here;
 3. the **target**: the pinned revision, or a new resolution from the selected catalogs with the
    active revision as installed state and what the other inputs selected as held choices
    (:mod:`pivoter.resolutions.held`: shared dependencies are theirs, never a second copy),
@@ -21,6 +22,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -104,6 +106,8 @@ class Engine:
     failure_grace: float = 5.0
     on_transition: Callable[[PivotRecord], None] | None = None
     metrics: InputMetrics | None = None
+    claims: AbstractContextManager[Any] = held.CLAIMS
+    """Held from reading the other inputs' holdings until a started pivot is recorded."""
 
     def reconcile(
         self, obj: Mapping[str, Any], spec: InputSpec, record: Record, persist: Persist
@@ -111,22 +115,44 @@ class Engine:
         """One pass of the loop for the input ``obj``; ``persist`` writes ``record`` to status."""
         out = Outcome(record=record)
         children = Children(self.kube, spec.ref)
-        peers = held.Peers(()) if record.pivoting else held.observe(self.kube, spec.ref)
+        if not record.pivoting:
+            # What the other inputs hold is read, resolved against and claimed (the pivot's
+            # record written) by one input at a time, so two inputs never both select a
+            # package nobody holds yet.
+            with self.claims:
+                started = self._resolve(obj, spec, record, out, persist=persist, children=children)
+            if not started:
+                return out
+            if self.on_transition is not None and record.pivot is not None:
+                self.on_transition(record.pivot)
+        self._continue(obj, spec, record, out, persist=persist, children=children)
+        return out
+
+    def _resolve(
+        self,
+        obj: Mapping[str, Any],
+        spec: InputSpec,
+        record: Record,
+        out: Outcome,
+        *,
+        persist: Persist,
+        children: Children,
+    ) -> bool:
+        """Steps 1, 3 and 4 of the module docstring; True when a pivot was started (and its
+        record persisted)."""
+        peers = held.observe(self.kube, spec.ref)
         conflict = peers.conflict(spec.packages)
-        if conflict and not record.pivoting:
+        if conflict:
             out.conflict = conflict
             out.resolved = ("False", "Conflict", conflict)
             out.requeue_after = CONFLICT_POLL
             self._observe_active(spec, out, children)
-            return out
-        if record.pivoting:
-            self._continue(obj, spec, record, out, persist=persist, children=children)
-            return out
+            return False
         active = self._active(spec, record, out, children)
         target = self._target(obj, spec, record, out, active=active, children=children, peers=peers)
         if target is None:
             self._observe_active(spec, out, children)
-            return out
+            return False
         revision, target_rs = target
         out.selection = target_rs
         number = revision.number
@@ -134,7 +160,7 @@ class Engine:
             missing = self._observe_active(spec, out, children)
             if not missing:
                 self._collect_garbage(spec, record)
-                return out
+                return False
             out.events.append(
                 ("Warning", "ChildMissing", f"re-creating the BundleDeployments of {missing}")
             )
@@ -153,13 +179,13 @@ class Engine:
                 )
                 if retry_at is not None:
                     out.requeue_after = max(1.0, retry_at - self.clock())
-                return out
+                return False
         dependency_conflict = peers.conflict([e.package for e in target_rs.entries])
         if dependency_conflict:
             out.conflict = dependency_conflict
             out.requeue_after = CONFLICT_POLL
             self._observe_active(spec, out, children)
-            return out
+            return False
         plan = make_plan(active, target_rs, revision=number, active=record.active)
         if spec.paused:
             out.pending_plan = plan
@@ -169,7 +195,7 @@ class Engine:
                 f"paused: revision {number} ({summary(plan)}) waits until spec.paused is false",
             )
             self._observe_active(spec, out, children)
-            return out
+            return False
         if (
             spec.approval == "Manual"
             and spec.pinned is None
@@ -187,20 +213,17 @@ class Engine:
                 f"pivoter approve {spec.ref.name} --revision {number}",
             )
             self._observe_active(spec, out, children)
-            return out
+            return False
         machine = self._machine(children)
         record.pivot = machine.start(number, record.last_successful)
         record.last_attempted = number
         record.retry_token = spec.retry_token
         record.requested = tuple(spec.packages)
         persist(record)
-        if self.on_transition is not None:
-            self.on_transition(record.pivot)
         out.events.append(
             ("Normal", "PivotStarted", f"pivoting to revision {number}: {summary(plan)}")
         )
-        self._continue(obj, spec, record, out, persist=persist, children=children)
-        return out
+        return True
 
     def _plan_objects(
         self,

@@ -12,6 +12,11 @@ cheapest first:
   pivoting input; found by listing the input kinds): the target is what it is moving to, and its
   new dependencies are held before they are applied.
 
+Reading the holdings, resolving against them and recording the pivot that claims the result
+happen under :data:`CLAIMS`, one input at a time in the daemon (only the leader reconciles), so
+two inputs never both select a package nobody holds yet: the second one sees the first one's
+pivot target.
+
 Bundle and catalog content is not trusted here: annotations only name packages and versions,
 and the resolver matches them against the catalogs the resolving input selects.
 """
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -42,6 +48,7 @@ from resolver.resolveset import ResolveSetError
 from resolver.rules.inputs import Held, SharedChoice
 
 __all__ = [
+    "CLAIMS",
     "INPUT_KINDS",
     "Holding",
     "Peers",
@@ -52,6 +59,10 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+CLAIMS = threading.Lock()
+"""Taken by an input from reading its peers' holdings until its new pivot is recorded (see the
+module docstring); shared by the Resolution and PlatformOperator engines."""
 
 INPUT_KINDS = (
     Resource(api.API_VERSION, "Resolution", "resolutions", namespaced=False),

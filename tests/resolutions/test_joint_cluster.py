@@ -74,6 +74,24 @@ def test_a_shared_dependency_is_installed_once_and_named_in_status(env: Env) -> 
     assert env.config_map_data("web") == {"version": "1.0.0"}
 
 
+def test_two_inputs_resolving_at_once_install_a_new_dependency_once(env: Env) -> None:
+    """Both inputs exist before their catalog, so the catalog's first content queues both at
+    once and two workers resolve them together: one claims db, the other shares it."""
+    _publish_db_and_users(env)
+    env.publish()
+    first = env.resolution([{"name": "app"}])
+    second = env.resolution([{"name": "web"}])
+    env.catalog()
+    objs = {name: env.wait(name, _ready, what=f"{name} installed") for name in (first, second)}
+    owners = [name for name in (first, second) if "db" in _children_packages(env, name)]
+    assert len(owners) == 1, {name: _children_packages(env, name) for name in objs}
+    (sharer,) = {first, second} - set(owners)
+    shared = objs[sharer]["status"]["sharedDependencies"]
+    assert [(d["package"], d["providedBy"]) for d in shared] == [("db", f"Resolution/{owners[0]}")]
+    for obj in objs.values():
+        assert not is_(obj, "Conflict", "True")
+
+
 def test_a_version_clash_with_a_held_bundle_names_the_holder(env: Env) -> None:
     _publish_db_and_users(env, web_range=">=2.0.0")
     env.publisher.add(
