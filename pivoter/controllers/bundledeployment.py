@@ -504,9 +504,9 @@ class BundleDeploymentReconciler:
             if spec.get("serviceAccount"):
                 # A dry run first: the API server authorizes every object as the service
                 # account, so a missing right fails the install before anything is created.
-                applier.apply(content.objects, adopt=adopt, dry_run=True)
+                applier.apply(content.objects, adopt=adopt, dry_run=True, owned=previous)
             try:
-                result = applier.apply(content.objects, adopt=adopt)
+                result = applier.apply(content.objects, adopt=adopt, owned=previous)
             except ApplyError as exc:
                 raise InstallBlocked(
                     rukpak.TYPE_INSTALLED,

@@ -10,7 +10,7 @@ and the grouped-pivot provisioner.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from provisioners.apply.kubeapi import APPLY_PATCH, KubeAPI, KubeError, NotFound, Resource
@@ -25,6 +25,7 @@ from provisioners.apply.objects import (
     ref_of,
     with_owner_labels,
 )
+from provisioners.apply.ownership import Owners
 
 CRD_POLICY_KEEP = "Keep"
 CRD_POLICY_DELETE = "Delete"
@@ -65,6 +66,8 @@ class ApplyResult:
     applied: list[ObjectRef] = field(default_factory=list)
     skipped: list[tuple[ObjectRef, str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    ownership_reads: int = 0
+    """Requests sent to find who manages the objects (see :mod:`provisioners.apply.ownership`)."""
 
 
 @dataclass(slots=True)
@@ -103,8 +106,12 @@ class Applier:
         *,
         adopt: bool = False,
         dry_run: bool = False,
+        owned: Collection[ObjectRef] = (),
     ) -> ApplyResult:
         """Apply ``objects`` in dependency order; raise :class:`ApplyError` at the first failure.
+
+        An object that exists under another owner is refused unless ``adopt``; objects in
+        ``owned`` (the owner's inventory: applied by it before) are not checked.
 
         With ``dry_run`` every object goes through the API server's admission and validation but
         nothing is stored; custom resources of CRDs that are in the same set, and objects in
@@ -116,11 +123,12 @@ class Applier:
         self._check_unique(ordered)
         defined_here = crd_kinds(ordered)
         new_namespaces = self._new_namespaces(ordered) if dry_run else set()
+        owners = None if adopt else Owners(self.api, ordered, owned)
         try:
             self._apply_all(
                 ordered,
                 result,
-                adopt=adopt,
+                owners=owners,
                 dry_run=dry_run,
                 defined_here=defined_here,
                 new_namespaces=new_namespaces,
@@ -128,6 +136,8 @@ class Applier:
         except ApplyError as exc:
             exc.applied = list(result.applied)
             raise
+        finally:
+            result.ownership_reads = owners.requests if owners is not None else 0
         return result
 
     def _apply_all(
@@ -135,7 +145,7 @@ class Applier:
         ordered: list[JSONObject],
         result: ApplyResult,
         *,
-        adopt: bool,
+        owners: Owners | None,
         dry_run: bool,
         defined_here: set[tuple[str, str]],
         new_namespaces: set[str],
@@ -161,8 +171,15 @@ class Applier:
                     (obj_ref, "its Namespace is part of this set and not created yet")
                 )
                 continue
-            if not adopt:
-                self._check_owner(obj_ref, resource)
+            if owners is not None:
+                me = (self.owner.kind, self.owner.name)
+                holder = owners.holder(obj_ref, resource, me, declared_namespace=ref.namespace)
+                if holder is not None:
+                    raise OwnershipConflict(
+                        f"already exists and is managed by {holder}; delete it, or set "
+                        "adoptExisting: true on the BundleDeployment to take it over",
+                        obj_ref,
+                    )
             warnings = self._apply_one(obj_ref, resource, body, dry_run=dry_run)
             result.applied.append(obj_ref)
             result.warnings.extend(f"{obj_ref}: {w}" for w in warnings)
@@ -213,21 +230,6 @@ class Applier:
         body["metadata"] = metadata
         body.pop("status", None)
         return ObjectRef(ref.api_version, ref.kind, namespace, ref.name), body
-
-    def _check_owner(self, ref: ObjectRef, resource: Resource) -> None:
-        try:
-            existing = self.api.request("GET", resource.path(ref.namespace, ref.name))
-        except NotFound:
-            return
-        owner = owner_of(existing)
-        if owner == (self.owner.kind, self.owner.name):
-            return
-        holder = f"{owner[0]} {owner[1]}" if owner else "no pivoter or rukpak owner"
-        raise OwnershipConflict(
-            f"already exists and is managed by {holder}; delete it, or set adoptExisting: true "
-            "on the BundleDeployment to take it over",
-            ref,
-        )
 
     def _apply_one(
         self, ref: ObjectRef, resource: Resource, body: JSONObject, *, dry_run: bool

@@ -36,6 +36,7 @@ from provisioners.apply.resources import Resource, split_api_version
 __all__ = [
     "APPLY_PATCH",
     "MERGE_PATCH",
+    "METADATA_LIST",
     "Conflict",
     "Forbidden",
     "Gone",
@@ -91,6 +92,10 @@ def decode(data: bytes) -> JSONObject:
     return decoded if isinstance(decoded, dict) else {}
 
 
+METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+"""The ``Accept`` value of a list of the objects' metadata only (any kind, built-in or custom)."""
+
+
 class KubeAPI:
     """JSON requests against one API server with one identity, plus a discovery cache."""
 
@@ -111,9 +116,11 @@ class KubeAPI:
         body: JSONObject | None = None,
         content_type: str = "application/json",
         timeout: float | None = None,
+        accept: str = "application/json",
     ) -> Response:
         """Send one request; return the decoded body and the server's warnings, or raise the
-        :class:`KubeError` subclass of a non-2xx answer (:class:`Unavailable` when unreachable)."""
+        :class:`KubeError` subclass of a non-2xx answer (:class:`Unavailable` when unreachable).
+        ``accept`` may ask for another representation (e.g. :data:`METADATA_LIST`)."""
         raw = self._send(
             method,
             path,
@@ -121,6 +128,7 @@ class KubeAPI:
             body=body,
             content_type=content_type,
             timeout=(10.0, timeout or self.timeout),
+            accept=accept,
         )
         try:
             data: bytes = raw.read()
@@ -157,9 +165,10 @@ class KubeAPI:
         body: JSONObject | None,
         content_type: str,
         timeout: tuple[float, float],
+        accept: str = "application/json",
     ) -> Any:
         """Send and return the open response (the caller reads or streams it)."""
-        headers = {"Accept": "application/json"}
+        headers = {"Accept": accept}
         if body is not None:
             headers["Content-Type"] = content_type
         method, url, headers, _, _ = self.api_client.param_serialize(

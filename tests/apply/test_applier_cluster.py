@@ -17,6 +17,7 @@ from provisioners.apply.applier import (
 )
 from provisioners.apply.kubeapi import KubeAPI, NotFound
 from provisioners.apply.objects import LABEL_OWNER_NAME, ObjectRef, ref_of
+from provisioners.apply.ownership import LIST_FROM
 from tests.cluster import TestCluster, session_labels, unique_name
 
 pytestmark = pytest.mark.cluster
@@ -233,3 +234,30 @@ def test_api_server_warnings_reach_the_caller(api: KubeAPI, namespace: str) -> N
         ), result.warnings
     finally:
         _delete_crd(api, f"widgets.{group}")
+
+
+def test_ownership_is_read_with_one_list_per_collection_and_not_for_the_inventory(
+    api: KubeAPI, namespace: str
+) -> None:
+    objects = [_cm(f"cm-{i}", namespace, {"i": str(i)}) for i in range(LIST_FROM)]
+    mine = Applier(api, Owner("BundleDeployment", unique_name("bd")))
+    first = mine.apply(objects)
+    assert len(first.applied) == LIST_FROM
+    assert first.ownership_reads == 1  # one metadata list instead of a GET each
+    # Applied again with the inventory: nothing to read.
+    again = mine.apply(objects, owned=first.applied)
+    assert again.ownership_reads == 0
+    # A few objects are read one by one.
+    few = mine.apply(objects[:2])
+    assert few.ownership_reads == 2
+    # The list still sees other owners and unowned objects.
+    other = Applier(api, Owner("BundleDeployment", unique_name("bd")))
+    with pytest.raises(OwnershipConflict, match=f"BundleDeployment {mine.owner.name}"):
+        other.apply(objects)
+    api.request("POST", f"/api/v1/namespaces/{namespace}/configmaps", body=_cm("loose", namespace))
+    with pytest.raises(OwnershipConflict, match="no pivoter or rukpak owner") as err:
+        mine.apply([*objects, _cm("loose", namespace)], owned=first.applied)
+    assert err.value.ref == ObjectRef("v1", "ConfigMap", namespace, "loose")
+    assert api.request("GET", f"/api/v1/namespaces/{namespace}/configmaps/loose")["data"] == {
+        "k": "v"
+    }
