@@ -5,12 +5,18 @@ manager, labels every object with the owner, refuses to take over objects someon
 (unless asked to adopt them), waits for CRDs to be Established before their custom resources, and
 prunes what a new revision of the content no longer has. Callers: the BundleDeployment controller
 and the grouped-pivot provisioner.
+
+Objects go in phases (:func:`~provisioners.apply.objects.install_phases`: Namespaces, CRDs,
+RBAC, ..., custom resources last). Within a phase, every object is looked up and its ownership
+checked before any is applied, then up to :data:`APPLY_CONCURRENCY` apply requests run at once;
+a failure stops the apply after its phase, with every object that was applied recorded.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Collection, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from provisioners.apply.kubeapi import APPLY_PATCH, KubeAPI, KubeError, NotFound, Resource
@@ -21,11 +27,16 @@ from provisioners.apply.objects import (
     ObjectRef,
     crd_kinds,
     install_order,
+    install_phases,
     owner_of,
     ref_of,
     with_owner_labels,
 )
 from provisioners.apply.ownership import Owners
+
+APPLY_CONCURRENCY = 4
+"""Objects of one install phase (e.g. the ConfigMaps) applied at a time: the round trips
+overlap, and the API server is not flooded by one bundle."""
 
 CRD_POLICY_KEEP = "Keep"
 CRD_POLICY_DELETE = "Delete"
@@ -90,12 +101,15 @@ class Applier:
         crd_timeout: float = 60.0,
         poll_interval: float = 0.2,
         sleep: Callable[[float], None] = time.sleep,
+        concurrency: int = APPLY_CONCURRENCY,
     ) -> None:
         self.api = api
         self.owner = owner
         self.default_namespace = default_namespace
         self.crd_timeout = crd_timeout
         self.poll_interval = poll_interval
+        self.concurrency = concurrency
+        """How many objects of one phase are applied at a time."""
         self._sleep = sleep
 
     # -- apply -------------------------------------------------------------------------------
@@ -150,43 +164,72 @@ class Applier:
         defined_here: set[tuple[str, str]],
         new_namespaces: set[str],
     ) -> None:
-        pending_crds: list[ObjectRef] = []
-        for obj in ordered:
-            ref = ref_of(obj)
-            if ref.kind != CRD_KIND and pending_crds:
-                # First non-CRD after the CRDs: custom resources may follow, wait for the CRDs.
-                for crd in pending_crds:
-                    self._wait_established(crd)
-                pending_crds = []
-            try:
-                resource = self.api.resource(ref.api_version, ref.kind)
-            except NotFound as exc:
-                if dry_run and (ref.group, ref.kind) in defined_here:
-                    result.skipped.append((ref, "its CRD is part of this set and not created yet"))
+        for phase in install_phases(ordered):
+            jobs: list[tuple[ObjectRef, Resource, JSONObject]] = []
+            for obj in phase:
+                ref = ref_of(obj)
+                try:
+                    resource = self.api.resource(ref.api_version, ref.kind)
+                except NotFound as exc:
+                    if dry_run and (ref.group, ref.kind) in defined_here:
+                        why = "its CRD is part of this set and not created yet"
+                        result.skipped.append((ref, why))
+                        continue
+                    raise ApplyError(exc.message, ref) from exc
+                obj_ref, body = self._prepare(obj, ref, resource)
+                if obj_ref.namespace in new_namespaces:
+                    why = "its Namespace is part of this set and not created yet"
+                    result.skipped.append((obj_ref, why))
                     continue
-                raise ApplyError(exc.message, ref) from exc
-            obj_ref, body = self._prepare(obj, ref, resource)
-            if obj_ref.namespace in new_namespaces:
-                result.skipped.append(
-                    (obj_ref, "its Namespace is part of this set and not created yet")
-                )
+                if owners is not None:
+                    me = (self.owner.kind, self.owner.name)
+                    holder = owners.holder(obj_ref, resource, me, declared_namespace=ref.namespace)
+                    if holder is not None:
+                        raise OwnershipConflict(
+                            f"already exists and is managed by {holder}; delete it, or set "
+                            "adoptExisting: true on the BundleDeployment to take it over",
+                            obj_ref,
+                        )
+                jobs.append((obj_ref, resource, body))
+            self._apply_phase(jobs, result, dry_run=dry_run)
+            crds = [ref for ref, _, _ in jobs if ref.kind == CRD_KIND]
+            if crds and not dry_run:
+                # Custom resources may follow (a later phase): wait for their CRDs.
+                for crd in crds:
+                    self._wait_established(crd)
+
+    def _apply_phase(
+        self,
+        jobs: list[tuple[ObjectRef, Resource, JSONObject]],
+        result: ApplyResult,
+        *,
+        dry_run: bool,
+    ) -> None:
+        """Apply the objects of one phase, up to :attr:`concurrency` at a time; record what was
+        applied (in the given order) and raise the first failure once all have answered."""
+
+        def one(job: tuple[ObjectRef, Resource, JSONObject]) -> list[str] | ApplyError:
+            ref, resource, body = job
+            try:
+                return self._apply_one(ref, resource, body, dry_run=dry_run)
+            except ApplyError as exc:
+                return exc
+
+        workers = min(self.concurrency, len(jobs))
+        if workers <= 1:
+            answers = [one(job) for job in jobs]
+        else:
+            with ThreadPoolExecutor(workers, thread_name_prefix="apply") as pool:
+                answers = list(pool.map(one, jobs))
+        failure: ApplyError | None = None
+        for (ref, _, _), answer in zip(jobs, answers, strict=True):
+            if isinstance(answer, ApplyError):
+                failure = failure or answer
                 continue
-            if owners is not None:
-                me = (self.owner.kind, self.owner.name)
-                holder = owners.holder(obj_ref, resource, me, declared_namespace=ref.namespace)
-                if holder is not None:
-                    raise OwnershipConflict(
-                        f"already exists and is managed by {holder}; delete it, or set "
-                        "adoptExisting: true on the BundleDeployment to take it over",
-                        obj_ref,
-                    )
-            warnings = self._apply_one(obj_ref, resource, body, dry_run=dry_run)
-            result.applied.append(obj_ref)
-            result.warnings.extend(f"{obj_ref}: {w}" for w in warnings)
-            if ref.kind == CRD_KIND and not dry_run:
-                pending_crds.append(obj_ref)
-        for crd in pending_crds:
-            self._wait_established(crd)
+            result.applied.append(ref)
+            result.warnings.extend(f"{ref}: {w}" for w in answer)
+        if failure is not None:
+            raise failure
 
     def _new_namespaces(self, objects: Iterable[JSONObject]) -> set[str]:
         """The Namespaces among ``objects`` that do not exist yet."""

@@ -101,8 +101,9 @@ def crd_kinds(objects: Iterable[Mapping[str, Any]]) -> set[tuple[str, str]]:
     return kinds
 
 
-def install_order(objects: Iterable[JSONObject]) -> list[JSONObject]:
-    """Sort objects so that providers come before consumers (stable within a rank).
+def install_phases(objects: Iterable[JSONObject]) -> list[list[JSONObject]]:
+    """The objects in install order, grouped by rank: each phase only depends on earlier ones
+    (its objects may be applied together), and the order within a phase is the given one.
 
     Custom resources of kinds defined by CRDs in the same set come last, after their CRDs are
     Established.
@@ -116,7 +117,15 @@ def install_order(objects: Iterable[JSONObject]) -> list[JSONObject]:
             return _CUSTOM_RESOURCE_RANK
         return _KIND_RANK.get(ref.kind, _DEFAULT_RANK)
 
-    return sorted(items, key=rank)
+    phases: dict[int, list[JSONObject]] = {}
+    for obj in items:
+        phases.setdefault(rank(obj), []).append(obj)
+    return [phases[r] for r in sorted(phases)]
+
+
+def install_order(objects: Iterable[JSONObject]) -> list[JSONObject]:
+    """Sort objects so that providers come before consumers (stable within a rank)."""
+    return [obj for phase in install_phases(objects) for obj in phase]
 
 
 def with_owner_labels(obj: JSONObject, owner_kind: str, owner_name: str) -> JSONObject:

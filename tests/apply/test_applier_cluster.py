@@ -261,3 +261,32 @@ def test_ownership_is_read_with_one_list_per_collection_and_not_for_the_inventor
     assert api.request("GET", f"/api/v1/namespaces/{namespace}/configmaps/loose")["data"] == {
         "k": "v"
     }
+
+
+def test_a_failure_in_a_phase_records_everything_that_was_applied(
+    api: KubeAPI, namespace: str
+) -> None:
+    """The ConfigMaps of one phase are applied several at a time: one of them invalid fails the
+    apply, and every object applied before it and beside it is recorded (so it can be pruned),
+    while later phases are not started."""
+    good = [_cm(f"ok-{i}", namespace) for i in range(6)]
+    bad = _cm("Not_A_Valid_Name", namespace)
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "after", "namespace": namespace},
+        "spec": {"ports": [{"port": 80}]},
+    }
+    sa = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "sa"}}
+    applier = Applier(
+        api, Owner("BundleDeployment", unique_name("bd")), default_namespace=namespace
+    )
+    assert applier.concurrency > 1
+    with pytest.raises(ApplyError, match="Not_A_Valid_Name") as err:
+        applier.apply([service, *good[:3], bad, *good[3:], sa])
+    applied = err.value.applied
+    assert applied[0] == ObjectRef("v1", "ServiceAccount", namespace, "sa")
+    assert sorted(r.name for r in applied[1:]) == sorted(o["metadata"]["name"] for o in good)
+    for ref in applied:
+        assert _exists(api, ref)
+    assert not _exists(api, ObjectRef("v1", "Service", namespace, "after"))

@@ -10,6 +10,7 @@ from provisioners.apply.objects import (
     LABEL_OWNER_NAME,
     ObjectRef,
     install_order,
+    install_phases,
     owner_of,
     ref_of,
     with_owner_labels,
@@ -48,6 +49,23 @@ def test_providers_come_before_consumers() -> None:
 def test_order_is_stable_within_a_rank() -> None:
     objects = [_obj("v1", "ConfigMap", f"cm{i}", "ns") for i in range(5)]
     assert install_order(objects) == objects
+
+
+def test_phases_group_one_rank_each_in_install_order() -> None:
+    objects = [
+        _obj("v1", "ConfigMap", "a", "ns"),
+        _obj("v1", "Secret", "s", "ns"),
+        _obj("v1", "Namespace", "ns"),
+        _obj("v1", "ConfigMap", "b", "ns"),
+        _obj("v1", "Service", "svc", "ns"),
+    ]
+    phases = install_phases(objects)
+    assert [[o["metadata"]["name"] for o in phase] for phase in phases] == [  # type: ignore[index]
+        ["ns"],
+        ["a", "s", "b"],
+        ["svc"],
+    ]
+    assert [o for phase in phases for o in phase] == install_order(objects)
 
 
 def test_ref_of_names_what_is_missing() -> None:
