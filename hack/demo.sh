@@ -3,7 +3,8 @@
 # pivoter daemon, installs a rukpak-style BundleDeployment and pivots it; then serves an example
 # catalog (bundle images in a local registry), installs a Resolution (with a dependency) and a
 # PlatformOperator from it, upgrades them when the catalog changes, rolls a broken update back as
-# a group, prints the history, shows the catalog tools, and cleans everything up.
+# a group, prints the history, shows the catalog tools, walks greeter's upgrade path live on the
+# cluster (pivoter catalog test --live), and cleans everything up.
 # Usage: hack/demo.sh [--keep]   (--keep: leave the cluster and daemon running at the end)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -200,6 +201,14 @@ catalog=tests/data/catalogs/community-operators-prod-v4.20
 pivoter catalog validate "$catalog" | tail -1
 pivoter resolve --catalog "$catalog" --package nfs-provisioner-operator
 pivoter catalog test tests/data/channeltest/good
+
+step "12. A catalog maintainer walks greeter's channel on the cluster: catalog test --live"
+# The walk's temporary Resolution must be the only input installing greeter.
+kubectl delete resolution/greeter --wait=true --timeout=120s
+rc=0
+pivoter catalog test "$demo_dir/catalog" --live --package greeter --kubeconfig "$KUBECONFIG" \
+  --progress-deadline 30 || rc=$?
+[[ $rc == 3 ]] || die "the live walk should stop at the broken greeter 1.2.0 (exit 3), got $rc"
 
 step "Done"
 if $keep; then

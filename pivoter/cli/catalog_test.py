@@ -4,7 +4,8 @@ Reads a catalog directory (or ``olm.template.basic`` / ``olm.semver`` templates)
 findings of :func:`resolver.channeltest.report.run_catalog_test` (validation first, errors apart
 from warnings, colour on a terminal) and every channel's upgrade paths, or all of it as
 ``-o json``. Exit codes: 0 no errors, 3 (INVALID) errors found, 1 the catalog could not be read
-at all, 2 a malformed ``--expect`` file. Registered by :mod:`pivoter.cli.catalog`.
+at all, 2 a malformed ``--expect`` file. With ``--live``, walks one upgrade path on a cluster
+instead (:mod:`pivoter.cli.catalog_live`). Registered by :mod:`pivoter.cli.catalog`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from pivoter.cli import catalog_live
 from pivoter.cli.exitcodes import ExitCode
 from pivoter.cli.output import emit, error
 from resolver.catalog.errors import CatalogLoadError, Problem
@@ -60,6 +62,7 @@ def setup(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="expand olm.semver templates as older opm releases did (skips per minor version)",
     )
+    catalog_live.add_arguments(parser)
     parser.set_defaults(handler=run)
 
 
@@ -71,6 +74,14 @@ def load_catalog(path: str, use_cache: bool) -> tuple[Catalog, list[Any]]:
 
 def run(args: argparse.Namespace) -> int:
     """Handle ``pivoter catalog test``."""
+    if args.live:
+        try:
+            catalog, _ = load_catalog(args.target, not args.no_cache)
+        except CatalogLoadError as err:
+            for problem in err.problems:
+                error(str(problem))
+            return int(ExitCode.FAILURE)
+        return catalog_live.run(args, catalog)
     expectations: list[Expectation] = []
     if args.expect:
         try:
