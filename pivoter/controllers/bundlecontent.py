@@ -19,6 +19,7 @@ from typing import Any
 
 from provisioners.apply.kubeapi import Forbidden, KubeAPI, NotFound
 from provisioners.formats import BundleFormat
+from provisioners.formats.base import Hook
 from provisioners.formats.helm import Capabilities, HelmFormat
 from provisioners.formats.registry_v1 import RegistryV1
 
@@ -34,6 +35,8 @@ class BundleContent:
     """Human-readable facts for the ``Installed`` message (skipped kinds, ...)."""
     rotated: list[str] = field(default_factory=list)
     """Webhook certificates this conversion (re)issued, with the reason: a planned change."""
+    hooks: list[Hook] = field(default_factory=list)
+    """Objects run around an install or upgrade, not applied with ``objects`` (Helm hooks)."""
 
 
 def convert(
@@ -114,4 +117,4 @@ def _render_chart(
     rendered = replace(helm, capabilities=lambda: capabilities).render(root, config, lookup=lookup)
     meta = rendered.metadata
     note = f"chart {meta['chart']} {meta['chartVersion']} rendered as release {meta['release']}"
-    return BundleContent(objects=rendered.objects, notes=[note])
+    return BundleContent(objects=rendered.objects, notes=[note], hooks=rendered.hooks)

@@ -39,6 +39,7 @@ from pivoter.controllers.managedobjects import ManagedObjects
 from pivoter.kube import MERGE_PATCH, EventRecorder, Kube, KubeError, NotFound, Resource
 from pivoter.kube.identities import Identities
 from provisioners.apply.applier import Applier, ApplyError, Owner
+from provisioners.apply.hooks import HookRunner
 from provisioners.apply.kubeapi import KubeAPI
 from provisioners.apply.objects import LABEL_OWNER_KIND, LABEL_OWNER_NAME, ObjectRef, ref_of
 from provisioners.crdsafety import UnsafeCRDChange
@@ -389,7 +390,7 @@ class BundleDeploymentReconciler:
         content = self._content(bd, bundle, api)
         if not steady or content.rotated:
             self._verified.pop(name, None)
-            refs, notes = self._apply(bd, bundle, api, content)
+            refs, notes = self._apply(bd, bundle, api, content, run_hooks=not steady)
             # A drift correction that failed half-way (e.g. a CRD gone mid-apply) and was
             # retried as a plain apply is still reported as the correction it is.
             pending = self._pending_drift.pop(name, None)
@@ -438,7 +439,7 @@ class BundleDeploymentReconciler:
             # next reconcile (and the requeue is a safety net).
             return _Outcome(refs=inventory, applied=False, wait=True)
         try:
-            refs, notes = self._apply(bd, bundle, api, content)
+            refs, notes = self._apply(bd, bundle, api, content, run_hooks=False)
         except InstallBlocked:
             self._pending_drift[name] = _PendingDrift(
                 bundle["metadata"]["name"], generation, report
@@ -490,11 +491,16 @@ class BundleDeploymentReconciler:
         bundle: dict[str, Any],
         api: KubeAPI,
         content: bundlecontent.BundleContent,
+        *,
+        run_hooks: bool = True,
     ) -> tuple[list[ObjectRef], list[str]]:
+        """Apply ``content`` and prune what it dropped; with ``run_hooks`` (an install or an
+        upgrade, not a drift correction) its hooks run before and after."""
         spec = bd.get("spec") or {}
         name = bd["metadata"]["name"]
         bundle_name = bundle["metadata"]["name"]
         applier = Applier(api, Owner(KIND, name))
+        hooks = HookRunner(applier) if run_hooks and content.hooks else None
         previous = [ObjectRef.from_dict(d) for d in (bd.get("status") or {}).get("inventory") or []]
         upgrading = bool((bd.get("status") or {}).get("activeBundle"))
         safety = ((spec.get("preflight") or {}).get("crdUpgradeSafety") or {}).get("disabled")
@@ -505,6 +511,8 @@ class BundleDeploymentReconciler:
                 # A dry run first: the API server authorizes every object as the service
                 # account, so a missing right fails the install before anything is created.
                 applier.apply(content.objects, adopt=adopt, dry_run=True, owned=previous)
+            event = "upgrade" if upgrading else "install"
+            ran = hooks.run(content.hooks, f"pre-{event}") if hooks else []
             try:
                 result = applier.apply(content.objects, adopt=adopt, owned=previous)
             except ApplyError as exc:
@@ -519,6 +527,16 @@ class BundleDeploymentReconciler:
             pruned = applier.prune(
                 previous, refs, crd_policy=str(spec.get("crdDeletionPolicy") or "Keep")
             )
+            try:
+                ran += hooks.run(content.hooks, f"post-{event}") if hooks else []
+            except ApplyError as exc:  # the objects are applied: record them
+                raise InstallBlocked(
+                    rukpak.TYPE_INSTALLED,
+                    rukpak.REASON_UPGRADE_FAILED if upgrading else rukpak.REASON_INSTALL_FAILED,
+                    f"Failed to {'upgrade to' if upgrading else 'install'} bundle "
+                    f"{bundle_name}: {exc}",
+                    partial=refs,
+                ) from exc
         except (ApplyError, KubeError, UnsafeCRDChange) as exc:
             raise InstallBlocked(
                 rukpak.TYPE_INSTALLED,
@@ -527,7 +545,7 @@ class BundleDeploymentReconciler:
             ) from exc
         for warning in result.warnings:
             self._warn(bd, "APIServerWarning", warning)
-        notes = [*content.notes, *migrated]
+        notes = [*content.notes, *migrated, *ran]
         if pruned.deleted:
             notes.append(f"pruned {len(pruned.deleted)} objects the bundle no longer has")
         for ref, why in pruned.kept:

@@ -48,6 +48,21 @@ class ConvertedBundle:
     objects: list[dict[str, Any]]
     metadata: dict[str, str] = field(default_factory=dict)
     """Format-specific facts (e.g. files read, package name) for status and logs."""
+    hooks: list[Hook] = field(default_factory=list)
+    """Objects run as steps before or after the apply of an install or upgrade (Helm hooks);
+    not part of ``objects``, so never pruned or drift-corrected."""
+
+
+@dataclass(frozen=True)
+class Hook:
+    """One object run as a step around an install or an upgrade (a Helm chart hook)."""
+
+    events: tuple[str, ...]
+    """``pre-install``, ``post-install``, ``pre-upgrade`` and/or ``post-upgrade``."""
+    weight: int
+    delete_policies: tuple[str, ...]
+    """``before-hook-creation`` (the default), ``hook-succeeded``, ``hook-failed``."""
+    object: dict[str, Any]
 
 
 class BundleFormat(Protocol):

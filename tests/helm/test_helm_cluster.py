@@ -45,6 +45,7 @@ def _tgz(chart: str) -> bytes:
 FILES = {
     "/simple.tgz": _tgz("simple"),
     "/with-dep.tgz": _tgz("with-dep"),
+    "/hooks.tgz": _tgz("hooks"),
     "/not-gzip.tgz": b"this is not a tarball",
     "/no-chart.tgz": b"",
 }
@@ -250,3 +251,62 @@ def test_values_from_a_config_map(harness: Harness, charts_url: str) -> None:
     deployment = _get(h, "apps/v1", "Deployment", f"{name}-web")
     assert deployment is not None
     assert deployment["spec"]["replicas"] == 2  # inline values win over valuesFrom
+
+
+def _job_done(h: Harness, name: str) -> dict[str, Any] | None:
+    job = _get(h, "batch/v1", "Job", name)
+    if job is None:
+        return None
+    done = {c["type"] for c in (job.get("status") or {}).get("conditions") or []}
+    return job if "Complete" in done else None
+
+
+def test_install_and_upgrade_hooks_run_around_the_apply(harness: Harness, charts_url: str) -> None:
+    """pre-install/pre-upgrade Job kept (re-created on the next run), post-install/post-upgrade
+    Job deleted once it succeeded, a post-install ConfigMap hook run on install only."""
+    h = harness
+    source = {"type": "http", "http": {"url": f"{charts_url}/hooks.tgz"}}
+    name = _helm_bd(h, source, values='version: "1"')
+    bd = h.converge(name, _installed, what="Installed with its hooks run", timeout=120)
+    message = condition(bd, "Installed")["message"]
+    migrate = _job_done(h, f"{name}-migrate")
+    assert migrate is not None, "the pre-install Job ran to completion and was kept"
+    assert _get(h, "batch/v1", "Job", f"{name}-smoke") is None  # hook-succeeded: deleted
+    installed = _get(h, "v1", "ConfigMap", f"{name}-installed")
+    assert installed is not None
+    assert installed["data"] == {"firstVersion": "1"}
+    assert _get(h, "v1", "ConfigMap", f"{name}-config")["data"] == {"version": "1"}  # type: ignore[index]
+    # Hooks are not installed objects: not in the inventory, so never pruned.
+    inventory = {(r["kind"], r["name"]) for r in bd["status"]["inventory"]}
+    assert inventory == {("ConfigMap", f"{name}-config")}
+    # The BundleDeployment says which hooks ran, in order.
+    ran = [part for part in message.split("; ") if part.startswith("ran ")]
+    assert [r.split(" (")[0] for r in ran] == [
+        f"ran pre-install hook Job {name}-migrate",
+        f"ran post-install hook Job {name}-smoke",
+        f"ran post-install hook ConfigMap {name}-installed",
+    ], message
+
+    # An upgrade (new values): pre-upgrade re-creates the Job, post-upgrade runs the smoke Job
+    # again, the post-install marker is left as it was.
+    first_uid = migrate["metadata"]["uid"]
+    h.kube.merge_patch(
+        BUNDLE_DEPLOYMENTS,
+        name,
+        {"spec": {"config": {"values": 'version: "2"'}}},
+    )
+
+    def upgraded(obj: dict[str, Any]) -> bool:
+        config = _get(h, "v1", "ConfigMap", f"{name}-config") or {}
+        return _installed(obj) and (config.get("data") or {}).get("version") == "2"
+
+    bd = h.converge(name, upgraded, what="upgraded with its hooks run", timeout=120)
+    migrate = _job_done(h, f"{name}-migrate")
+    assert migrate is not None
+    assert migrate["metadata"]["uid"] != first_uid  # before-hook-creation: a new run
+    assert migrate["metadata"]["labels"]["version"] == "2"
+    assert _get(h, "batch/v1", "Job", f"{name}-smoke") is None
+    assert _get(h, "v1", "ConfigMap", f"{name}-installed")["data"] == {"firstVersion": "1"}  # type: ignore[index]
+    message = condition(bd, "Installed")["message"]
+    assert f"ran pre-upgrade hook Job {name}-migrate" in message
+    assert "post-install" not in message

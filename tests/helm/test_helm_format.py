@@ -87,9 +87,28 @@ def test_values_from_config_maps_and_secrets(tmp_path: Path) -> None:
     assert objects["simple-config"]["data"]["greeting"] == "secret"  # later source wins
 
 
-def test_hooks_are_refused_but_tests_skipped(tmp_path: Path) -> None:
-    with pytest.raises(UnsupportedHookError, match="Job migrate is a Helm hook \\(pre-install\\)"):
-        HelmFormat().convert(_bundle(tmp_path, "hooks"))
+def test_install_and_upgrade_hooks_come_apart_from_the_objects(tmp_path: Path) -> None:
+    out = HelmFormat().convert(_bundle(tmp_path, "hooks"), {"releaseName": "r"})
+    assert [o["metadata"]["name"] for o in out.objects] == ["r-config"]  # the test Pod skipped
+    hooks = {h.object["metadata"]["name"]: h for h in out.hooks}
+    assert set(hooks) == {"r-migrate", "r-smoke", "r-installed"}
+    migrate = hooks["r-migrate"]
+    assert (migrate.events, migrate.weight) == (("pre-install", "pre-upgrade"), -5)
+    assert migrate.delete_policies == ("before-hook-creation",)  # the default
+    assert hooks["r-smoke"].delete_policies == ("hook-succeeded",)
+    assert (hooks["r-installed"].events, hooks["r-installed"].weight) == (("post-install",), 5)
+    assert {h.object["metadata"]["namespace"] for h in out.hooks} == {"default"}
+
+
+def test_delete_and_rollback_hooks_are_refused_with_the_reason(tmp_path: Path) -> None:
+    with pytest.raises(
+        UnsupportedHookError,
+        match=r"Job r-cleanup is a Helm hook \(pre-delete\) pivoter does not run \(pre-delete: "
+        r"pivoter runs nothing while a BundleDeployment is deleted\)",
+    ):
+        HelmFormat().convert(
+            _bundle(tmp_path, "hooks"), {"releaseName": "r", "values": "deleteHook: true"}
+        )
 
 
 @pytest.mark.parametrize(

@@ -45,6 +45,8 @@ CONTROLLERS = (
     "namespace-controller",
     "deployment-controller",
     "replicaset-controller",
+    # Helm hook Jobs run to completion (kwok completes the pods of Jobs).
+    "job-controller",
     "serviceaccount-controller",
     "serviceaccount-token-controller",
     "root-ca-certificate-publisher-controller",

@@ -3,9 +3,9 @@
 Config (a BundleDeployment's ``spec.config``): ``values`` (YAML string), ``valuesFrom``
 (ConfigMaps/Secrets), ``releaseName`` (default: the chart's name) and ``installNamespace``
 (``.Release.Namespace``, and the namespace of rendered objects that name none; default
-``default``). Hooks: test hooks are skipped (as ``helm install`` does unless tests are run);
-every other hook is refused with its name, because pivoter applies charts without Helm releases
-and does not run hook phases (docs/helm.md).
+``default``). Hooks (:mod:`.hooks`): install and upgrade hooks are returned apart from the
+objects, for the BundleDeployment controller to run around the apply; test hooks are skipped;
+delete and rollback hooks are refused with the reason (docs/helm.md).
 """
 
 from __future__ import annotations
@@ -18,11 +18,12 @@ from typing import Any
 from provisioners.formats.base import (
     ConvertedBundle,
     EmptyBundleError,
-    FormatError,
+    Hook,
     InvalidConfigError,
     InvalidManifestError,
 )
 from provisioners.formats.helm.chart import find_chart
+from provisioners.formats.helm.hooks import UnsupportedHookError, hook_of
 from provisioners.formats.helm.render import Capabilities, RenderLimits, render_chart
 from provisioners.formats.helm.values import ObjectLookup, values_for
 from provisioners.formats.manifests import ManifestLimits, parse_documents
@@ -30,11 +31,6 @@ from provisioners.formats.manifests import ManifestLimits, parse_documents
 __all__ = ["CONFIG_KEYS", "HelmFormat", "UnsupportedHookError"]
 
 CONFIG_KEYS = frozenset({"values", "valuesFrom", "releaseName", "installNamespace"})
-HOOK_ANNOTATION = "helm.sh/hook"
-
-
-class UnsupportedHookError(FormatError):
-    """The chart has a hook pivoter does not run."""
 
 
 @dataclass(frozen=True)
@@ -82,10 +78,19 @@ class HelmFormat:
             f"chart {chart.name} {chart.version}",
             ManifestLimits(max_file_bytes=self.limits.max_output_bytes),
         )
-        objects = [self._check(doc, namespace) for doc in documents]
+        objects: list[dict[str, Any]] = []
+        hooks: list[Hook] = []
+        for doc in documents:
+            checked = self._check(doc, namespace)
+            hook = hook_of(checked)
+            if hook is None:
+                objects.append(checked)
+            elif isinstance(hook, Hook):
+                hooks.append(hook)
         if not objects:
             raise EmptyBundleError(f"chart {chart.name} {chart.version} renders no objects")
         return ConvertedBundle(
+            hooks=hooks,
             format=self.name,
             objects=objects,
             metadata={
@@ -106,13 +111,6 @@ class HelmFormat:
         name = metadata.get("name")
         if not name:
             raise InvalidManifestError(f"the chart rendered a {document['kind']} without a name")
-        hook = (metadata.get("annotations") or {}).get(HOOK_ANNOTATION)
-        if hook:
-            raise UnsupportedHookError(
-                f"{document['kind']} {name} is a Helm hook ({hook}); pivoter applies charts "
-                "without Helm releases and runs no hooks: remove the hook annotation to install "
-                "it as an ordinary object, or use a chart without hooks"
-            )
         # Cluster-scoped kinds drop it again when applied (the applier asks discovery).
         metadata.setdefault("namespace", namespace)
         return document
