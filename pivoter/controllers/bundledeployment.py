@@ -139,6 +139,8 @@ class _Outcome:
     corrected: bool = False
     wait: bool = False
     """An object is still being deleted: look again shortly, then correct."""
+    live: dict[ObjectRef, dict[str, Any]] = field(default_factory=dict)
+    """The objects as this converge's apply left them (read by the health check first)."""
 
 
 @dataclass
@@ -276,7 +278,11 @@ class BundleDeploymentReconciler:
                 + (f" ({'; '.join(outcome.notes)})" if outcome.notes else ""),
             )
         self._report_drift(bd, outcome, conditions, generation)
-        failing = health.check(self.kube, refs, read=self._cached_object)
+        # Just applied: the apply's answers are the freshest copies (the caches may lag).
+        live = outcome.live
+        failing = health.check(
+            self.kube, refs, read=lambda ref: live.get(ref) or self._cached_object(ref)
+        )
         if failing:
             condition(
                 rukpak.TYPE_HEALTHY,
@@ -390,7 +396,7 @@ class BundleDeploymentReconciler:
         content = self._content(bd, bundle, api)
         if not steady or content.rotated:
             self._verified.pop(name, None)
-            refs, notes = self._apply(bd, bundle, api, content, run_hooks=not steady)
+            refs, notes, live = self._apply(bd, bundle, api, content, run_hooks=not steady)
             # A drift correction that failed half-way (e.g. a CRD gone mid-apply) and was
             # retried as a plain apply is still reported as the correction it is.
             pending = self._pending_drift.pop(name, None)
@@ -399,6 +405,7 @@ class BundleDeploymentReconciler:
             return _Outcome(
                 refs=refs,
                 applied=True,
+                live=live,
                 notes=notes + content.rotated,
                 report=pending.report if pending else None,
                 corrected=pending is not None,
@@ -439,13 +446,15 @@ class BundleDeploymentReconciler:
             # next reconcile (and the requeue is a safety net).
             return _Outcome(refs=inventory, applied=False, wait=True)
         try:
-            refs, notes = self._apply(bd, bundle, api, content, run_hooks=False)
+            refs, notes, live = self._apply(bd, bundle, api, content, run_hooks=False)
         except InstallBlocked:
             self._pending_drift[name] = _PendingDrift(
                 bundle["metadata"]["name"], generation, report
             )
             raise
-        return _Outcome(refs=refs, applied=True, notes=notes, report=report, corrected=True)
+        return _Outcome(
+            refs=refs, applied=True, notes=notes, report=report, corrected=True, live=live
+        )
 
     def _unchanged(
         self, name: str, bundle_name: str, generation: int, inventory: list[ObjectRef]
@@ -493,9 +502,10 @@ class BundleDeploymentReconciler:
         content: bundlecontent.BundleContent,
         *,
         run_hooks: bool = True,
-    ) -> tuple[list[ObjectRef], list[str]]:
+    ) -> tuple[list[ObjectRef], list[str], dict[ObjectRef, dict[str, Any]]]:
         """Apply ``content`` and prune what it dropped; with ``run_hooks`` (an install or an
-        upgrade, not a drift correction) its hooks run before and after."""
+        upgrade, not a drift correction) its hooks run before and after. Returns the installed
+        objects, notes for the ``Installed`` message, and the objects as applied."""
         spec = bd.get("spec") or {}
         name = bd["metadata"]["name"]
         bundle_name = bundle["metadata"]["name"]
@@ -550,7 +560,7 @@ class BundleDeploymentReconciler:
             notes.append(f"pruned {len(pruned.deleted)} objects the bundle no longer has")
         for ref, why in pruned.kept:
             notes.append(f"kept {ref.kind} {_where(ref)}: {why}")
-        return refs, notes
+        return refs, notes, result.objects
 
     # -- drift -------------------------------------------------------------------------------
 

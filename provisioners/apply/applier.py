@@ -19,7 +19,14 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from provisioners.apply.kubeapi import APPLY_PATCH, KubeAPI, KubeError, NotFound, Resource
+from provisioners.apply.kubeapi import (
+    APPLY_PATCH,
+    KubeAPI,
+    KubeError,
+    NotFound,
+    Resource,
+    Response,
+)
 from provisioners.apply.objects import (
     CRD_API_VERSION,
     CRD_KIND,
@@ -77,6 +84,8 @@ class ApplyResult:
     applied: list[ObjectRef] = field(default_factory=list)
     skipped: list[tuple[ObjectRef, str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    objects: dict[ObjectRef, JSONObject] = field(default_factory=dict)
+    """Each applied object as the API server stored it (not kept by a dry run)."""
     ownership_reads: int = 0
     """Requests sent to find who manages the objects (see :mod:`provisioners.apply.ownership`)."""
 
@@ -208,7 +217,7 @@ class Applier:
         """Apply the objects of one phase, up to :attr:`concurrency` at a time; record what was
         applied (in the given order) and raise the first failure once all have answered."""
 
-        def one(job: tuple[ObjectRef, Resource, JSONObject]) -> list[str] | ApplyError:
+        def one(job: tuple[ObjectRef, Resource, JSONObject]) -> Response | ApplyError:
             ref, resource, body = job
             try:
                 return self._apply_one(ref, resource, body, dry_run=dry_run)
@@ -227,7 +236,9 @@ class Applier:
                 failure = failure or answer
                 continue
             result.applied.append(ref)
-            result.warnings.extend(f"{ref}: {w}" for w in answer)
+            result.warnings.extend(f"{ref}: {w}" for w in answer.warnings)
+            if not dry_run:
+                result.objects[ref] = answer.body
         if failure is not None:
             raise failure
 
@@ -276,7 +287,7 @@ class Applier:
 
     def _apply_one(
         self, ref: ObjectRef, resource: Resource, body: JSONObject, *, dry_run: bool
-    ) -> list[str]:
+    ) -> Response:
         query = [("fieldManager", self.owner.field_manager), ("force", "true")]
         if dry_run:
             query.append(("dryRun", "All"))
@@ -290,7 +301,7 @@ class Applier:
             )
         except KubeError as exc:
             raise ApplyError(exc.message, ref) from exc
-        return response.warnings
+        return response
 
     def _wait_established(self, ref: ObjectRef) -> None:
         path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{ref.name}"

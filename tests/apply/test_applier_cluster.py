@@ -244,6 +244,11 @@ def test_ownership_is_read_with_one_list_per_collection_and_not_for_the_inventor
     first = mine.apply(objects)
     assert len(first.applied) == LIST_FROM
     assert first.ownership_reads == 1  # one metadata list instead of a GET each
+    # The objects as stored come back with the result (the health check reads them first).
+    stored = first.objects[first.applied[0]]
+    assert stored["metadata"]["uid"]
+    assert stored["data"] == {"i": "0"}
+    assert mine.apply(objects, dry_run=True, owned=first.applied).objects == {}
     # Applied again with the inventory: nothing to read.
     again = mine.apply(objects, owned=first.applied)
     assert again.ownership_reads == 0
