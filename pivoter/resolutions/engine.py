@@ -396,7 +396,8 @@ class Engine:
         try:
             sources = catalog_selection.gather(self.kube, self.cache, spec.catalog_selector)
             peers = held.with_pivot_targets(peers, self.kube, self.store, spec.ref)
-            selection = resolve(sources, spec.requests, installed, held=peers.held(exclude=own))
+            holdings = held.described(peers.held(exclude=own), self.cache)
+            selection = resolve(sources, spec.requests, installed, held=holdings)
         except catalog_selection.SelectorError as err:
             out.resolved = ("False", "InvalidSelector", str(err))
             out.selection = active

@@ -27,11 +27,12 @@ import contextlib
 import logging
 import threading
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pivoter.apis import pivoter as api
 from pivoter.apis import platform
+from pivoter.catalogs import CatalogCache
 from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS
 from pivoter.kube import Kube, NotFound, Resource
 from pivoter.pivot import (
@@ -53,6 +54,7 @@ __all__ = [
     "Holding",
     "Peers",
     "SharedDependency",
+    "described",
     "holder_text",
     "observe",
     "with_pivot_targets",
@@ -238,3 +240,20 @@ def _pivot_targets(kube: Kube, store: RevisionStore, me: str) -> dict[str, list[
                 Holding(str(ref), e.package, e.bundle, e.version) for e in document.entries
             ]
     return targets
+
+
+def described(helds: Iterable[Held], cache: CatalogCache) -> list[Held]:
+    """``helds`` with each bundle's catalog properties, from the highest-priority catalog of the
+    daemon's cache that lists it: the resolver then knows the APIs a held bundle provides and
+    what it requires even when the resolving input's catalogs do not list it. Unchanged when no
+    catalog has it."""
+    catalogs = [entry.catalog for _, entry in cache.by_priority()]
+    out = []
+    for h in helds:
+        found = None
+        for catalog in catalogs:
+            found = catalog.bundle(h.package, h.name)
+            if found is not None:
+                break
+        out.append(replace(h, properties=found.properties) if found is not None else h)
+    return out

@@ -87,6 +87,8 @@ HELD_CATALOG = "@held"
 def describe(cand: Candidate) -> str:
     """A bundle in domain words: name, package, version, catalog."""
     version = cand.bundle.version or "?"
+    if cand.catalog == HELD_CATALOG:  # no catalog of this resolution lists it
+        return f"bundle {cand.name} (package {cand.package} {version})"
     return f"bundle {cand.name} (package {cand.package} {version}, catalog {cand.catalog})"
 
 
@@ -270,12 +272,13 @@ class Pivoter:
         """The requirements of held bundles that this resolution's installed bundles meet now
         (another input depends on them): they must stay met, so a holder does not move a
         shared dependency out of its dependents' ranges. Requirements a held bundle meets are
-        left alone, and so are held bundles no catalog lists (their requirements are unknown)."""
+        left alone, and so are held bundles whose requirements are unknown (no catalog lists
+        them and the daemon gave no properties)."""
         installed = [self._installed_candidate(i) for i in self.inp.installed if i.package]
         variables: list[Variable] = []
         for package, held in sorted(self.held.items()):
             cand = self._held_candidates(held)[0]
-            if cand.catalog == HELD_CATALOG:
+            if cand.catalog == HELD_CATALOG and not held.properties:
                 continue
             try:
                 preds = list(requirements(cand.bundle))

@@ -78,10 +78,15 @@ class Held:
     package: str
     version: str = ""
     holder: str = ""
+    properties: tuple[Property, ...] = ()
+    """The held bundle's catalog properties when known (the APIs it provides, what it
+    requires): used when none of this resolution's catalogs lists the bundle."""
 
     def as_installed(self) -> Installed:
         """The held bundle in the shape of an installed one (to find it in catalogs)."""
-        return Installed(name=self.name, package=self.package, version=self.version)
+        return Installed(
+            name=self.name, package=self.package, version=self.version, properties=self.properties
+        )
 
     def origin(self) -> str:
         """``held at V by HOLDER``: where the choice comes from, as an explanation says it."""

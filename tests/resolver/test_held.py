@@ -108,3 +108,34 @@ def test_a_holder_keeps_a_shared_dependency_in_its_dependents_range() -> None:
     text = "\n".join(err.value.summary)
     assert "bundle app.v2.0.0 (package app 2.0.0, catalog main), installed by Resolution a," in text
     assert "requires a bundle with package: db and with version in range: <2.0.0" in text
+
+
+def test_properties_of_a_held_bundle_no_catalog_lists_are_honoured() -> None:
+    """The daemon passes the held bundle's properties from any catalog it has: API uniqueness
+    and a holder's requirements then hold though this resolution's catalogs do not list it."""
+    sources = [CatalogSource("main", catalog("main", DB, ZK_B))]
+    zk = Held("zk-a.v1.0.0", "zk-a", "1.0.0", "Resolution a", (Property(PROP_GVK, ZK_API),))
+    with pytest.raises(Unsatisfiable) as err:
+        get("pivoter")(ResolutionInput(sources, [PackageRequest("zk-b")], held=[zk]))
+    assert "which package zk-a (held at 1.0.0 by Resolution a) provides" in "\n".join(
+        err.value.summary
+    )
+    # Without its properties the clash cannot be seen (the limit this closes).
+    bare = Held("zk-a.v1.0.0", "zk-a", "1.0.0", "Resolution a")
+    result = get("pivoter")(ResolutionInput(sources, [PackageRequest("zk-b")], held=[bare]))
+    assert [c.package for c in result.choices] == ["zk-b"]
+
+    app2 = bundle("app", "2.0.0", needs("db", "<2.0.0"))
+    app = Held("app.v2.0.0", "app", "2.0.0", "Resolution a", app2.properties)
+    installed = [Installed("db.v1.1.0", "db", "1.1.0")]
+    inp = ResolutionInput(sources, [PackageRequest("db")], installed, held=[app])
+    assert {c.package: c.bundle.version for c in get("pivoter")(inp).choices} == {"db": "1.1.0"}
+    with pytest.raises(Unsatisfiable) as err:
+        get("pivoter")(
+            ResolutionInput(
+                sources, [PackageRequest("db", version_range=">=2")], installed, held=[app]
+            )
+        )
+    text = "\n".join(err.value.summary)
+    assert "bundle app.v2.0.0 (package app 2.0.0), installed by Resolution a," in text
+    assert "@" not in text

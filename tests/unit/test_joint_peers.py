@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from pivoter.catalogs import CatalogCache
 from pivoter.resolutions.dependents import dependents_of
-from pivoter.resolutions.held import Holding, Peers, holder_text
+from pivoter.resolutions.held import Holding, Peers, described, holder_text
+from resolver.catalog.model import PROP_GVK, PROP_PACKAGE, Bundle, Catalog, Property
 from resolver.rules.inputs import Held, SharedChoice
 
 DB_B = Holding("Resolution/b", "db", "db.v1.0.0", "1.0.0", child="b-db")
@@ -83,3 +85,25 @@ def test_a_child_change_queues_its_dependents_and_the_unsatisfiable_inputs() -> 
     # The owner itself is queued by its own children watch, not by this one.
     assert mapper(_child("Resolution/a", "db")) == ["c"]
     assert mapper({"metadata": {"name": "unmanaged"}}) == []
+
+
+def test_held_bundles_are_described_from_the_highest_priority_catalog_that_lists_them() -> None:
+    def db(api_kind: str) -> Bundle:
+        api = {"group": "db.example.com", "version": "v1", "kind": api_kind}
+        return Bundle(
+            "db",
+            "db.v1.0.0",
+            "example.com/db:1",
+            (
+                Property(PROP_PACKAGE, {"packageName": "db", "version": "1.0.0"}),
+                Property(PROP_GVK, api),
+            ),
+        )
+
+    cache = CatalogCache()
+    cache.put("low", Catalog(name="low", bundles=[db("Low")]), "sha256:1", priority=0)
+    cache.put("high", Catalog(name="high", bundles=[db("High")]), "sha256:2", priority=10)
+    held = [Held("db.v1.0.0", "db", "1.0.0", "Resolution b"), Held("x.v1", "x", "1", "b")]
+    described_db, unknown = described(held, cache)
+    assert [p.value["kind"] for p in described_db.properties if p.type == PROP_GVK] == ["High"]
+    assert unknown == held[1]  # no catalog lists it: left as it was
