@@ -514,6 +514,15 @@ class BundleDeploymentReconciler:
         previous = [ObjectRef.from_dict(d) for d in (bd.get("status") or {}).get("inventory") or []]
         upgrading = bool((bd.get("status") or {}).get("activeBundle"))
         safety = ((spec.get("preflight") or {}).get("crdUpgradeSafety") or {}).get("disabled")
+
+        def blocked(exc: Exception, partial: list[ObjectRef] | None = None) -> InstallBlocked:
+            return InstallBlocked(
+                rukpak.TYPE_INSTALLED,
+                rukpak.REASON_UPGRADE_FAILED if upgrading else rukpak.REASON_INSTALL_FAILED,
+                f"Failed to {'upgrade to' if upgrading else 'install'} bundle {bundle_name}: {exc}",
+                partial=partial,
+            )
+
         try:
             migrated = crdupgrade.preflight(api, content.objects, disabled=bool(safety))
             adopt = bool(spec.get("adoptExisting"))
@@ -526,13 +535,7 @@ class BundleDeploymentReconciler:
             try:
                 result = applier.apply(content.objects, adopt=adopt, owned=previous)
             except ApplyError as exc:
-                raise InstallBlocked(
-                    rukpak.TYPE_INSTALLED,
-                    rukpak.REASON_UPGRADE_FAILED if upgrading else rukpak.REASON_INSTALL_FAILED,
-                    f"Failed to {'upgrade to' if upgrading else 'install'} bundle "
-                    f"{bundle_name}: {exc}",
-                    partial=exc.applied,
-                ) from exc
+                raise blocked(exc, partial=exc.applied) from exc
             refs = [ref_of(obj) for obj in content.objects]
             pruned = applier.prune(
                 previous, refs, crd_policy=str(spec.get("crdDeletionPolicy") or "Keep")
@@ -540,19 +543,9 @@ class BundleDeploymentReconciler:
             try:
                 ran += hooks.run(content.hooks, f"post-{event}") if hooks else []
             except ApplyError as exc:  # the objects are applied: record them
-                raise InstallBlocked(
-                    rukpak.TYPE_INSTALLED,
-                    rukpak.REASON_UPGRADE_FAILED if upgrading else rukpak.REASON_INSTALL_FAILED,
-                    f"Failed to {'upgrade to' if upgrading else 'install'} bundle "
-                    f"{bundle_name}: {exc}",
-                    partial=refs,
-                ) from exc
+                raise blocked(exc, partial=refs) from exc
         except (ApplyError, KubeError, UnsafeCRDChange) as exc:
-            raise InstallBlocked(
-                rukpak.TYPE_INSTALLED,
-                rukpak.REASON_UPGRADE_FAILED if upgrading else rukpak.REASON_INSTALL_FAILED,
-                f"Failed to {'upgrade to' if upgrading else 'install'} bundle {bundle_name}: {exc}",
-            ) from exc
+            raise blocked(exc) from exc
         for warning in result.warnings:
             self._warn(bd, "APIServerWarning", warning)
         notes = [*content.notes, *migrated, *ran]
