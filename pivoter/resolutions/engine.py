@@ -446,9 +446,7 @@ class Engine:
                 return self._read(revision)
             message = check.message
         else:
-            message = (
-                f"ResolveSet revision {record.active} of {spec.ref} is missing: it was deleted"
-            )
+            message = f"{self.store.describe(spec.ref, record.active)} is missing: it was deleted"
         out.problem = (
             f"{message}; pivoter rebuilt the installed state from the BundleDeployments and "
             "records the selection as a new revision"

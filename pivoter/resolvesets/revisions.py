@@ -143,10 +143,14 @@ class RevisionStore:
 
     # ------------------------------------------------------------------ checking
 
+    def describe(self, ref: InputRef, number: int) -> str:
+        """``ResolveSet revision N of Kind/name (ConfigMap ns/name)``, as reports name one."""
+        where = f"ConfigMap {self.namespace}/{revision_name(ref, number)}"
+        return f"ResolveSet revision {number} of {ref} ({where})"
+
     def verify(self, revision: Revision) -> Verification:
         """Check that ``revision`` (as pivoter read or wrote it) is still stored unchanged."""
-        where = f"ConfigMap {self.namespace}/{revision.name}"
-        what = f"ResolveSet revision {revision.number} of {revision.input} ({where})"
+        what = self.describe(revision.input, revision.number)
         try:
             config_map = self.kube.get(CONFIG_MAPS, revision.name, self.namespace)
         except NotFound:
