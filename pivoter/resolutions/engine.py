@@ -110,10 +110,17 @@ class Engine:
     """Held from reading the other inputs' holdings until a started pivot is recorded."""
 
     def reconcile(
-        self, obj: Mapping[str, Any], spec: InputSpec, record: Record, persist: Persist
+        self,
+        obj: Mapping[str, Any],
+        spec: InputSpec,
+        record: Record,
+        persist: Persist,
+        out: Outcome | None = None,
     ) -> Outcome:
-        """One pass of the loop for the input ``obj``; ``persist`` writes ``record`` to status."""
-        out = Outcome(record=record)
+        """One pass of the loop for the input ``obj``; ``persist`` writes ``record`` to status.
+        The pass fills ``out`` (a new one by default) as it goes, so that a caller still has the
+        events of what happened before a failure."""
+        out = out if out is not None else Outcome(record=record)
         children = Children(self.kube, spec.ref)
         if not record.pivoting:
             # What the other inputs hold is read, resolved against and claimed (the pivot's
@@ -413,6 +420,17 @@ class Engine:
         out.shared = peers.shared(selection.shared)
         document, orphans = _keep_installed(selection.document, active)
         revision = self.store.write(spec.ref, document, after=record.highest, owner=obj)
+        if active is not None and record.active is not None and revision.number != record.active:
+            # The active revision was intact when this pass read it. A new revision of the same
+            # input is written only for a new selection or when the latest one was changed in
+            # the meantime (deleted and re-created by hand): then say so now.
+            _, message = self._check_revision(spec, record.active)
+            if message:
+                self._report_modified(
+                    out,
+                    f"{message}; pivoter rebuilt the state as a new revision from what it had "
+                    "read before the change",
+                )
         note = ""
         if orphans:
             note = (
@@ -439,21 +457,29 @@ class Engine:
         and the installed state is rebuilt from the children."""
         if record.active is None:
             return None
-        revision = self.store.get(spec.ref, record.active)
-        if revision is not None:
-            check = self.store.verify(revision)
-            if check.ok:
-                return self._read(revision)
-            message = check.message
-        else:
-            message = f"{self.store.describe(spec.ref, record.active)} is missing: it was deleted"
-        out.problem = (
+        document, message = self._check_revision(spec, record.active)
+        if not message:
+            return document
+        self._report_modified(
+            out,
             f"{message}; pivoter rebuilt the installed state from the BundleDeployments and "
-            "records the selection as a new revision"
+            "records the selection as a new revision",
         )
-        out.events.append(("Warning", "ResolveSetModified", out.problem))
         record.active = None
         return None
+
+    def _check_revision(self, spec: InputSpec, number: int) -> tuple[ResolveSet | None, str]:
+        """Revision ``number``'s document, or why it cannot be trusted (deleted or edited)."""
+        revision = self.store.get(spec.ref, number)
+        if revision is None:
+            return None, f"{self.store.describe(spec.ref, number)} is missing: it was deleted"
+        check = self.store.verify(revision)
+        return (self._read(revision), "") if check.ok else (None, check.message)
+
+    @staticmethod
+    def _report_modified(out: Outcome, problem: str) -> None:
+        out.problem = problem
+        out.events.append(("Warning", "ResolveSetModified", problem))
 
     def _installed_from(self, children: Children) -> list[Installed]:
         installed = []

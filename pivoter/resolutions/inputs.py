@@ -65,12 +65,18 @@ class InputReconciler:
         def persist(current: Record) -> None:
             self._patch_status(name, current.to_status())
 
-        out = self.engine.reconcile(obj, spec, record, persist)
-        status = self.kind.status_of(obj, out, spec.generation)
-        if _strip(status) != _strip(obj.get("status") or {}, keys=status):
-            self._patch_status(name, status)
-        for type_, reason, message in out.events:
-            self._event(obj, type_, reason, message)
+        out = Outcome(record=record)
+        try:
+            self.engine.reconcile(obj, spec, record, persist, out)
+            status = self.kind.status_of(obj, out, spec.generation)
+            if _strip(status) != _strip(obj.get("status") or {}, keys=status):
+                self._patch_status(name, status)
+        finally:
+            # What happened before a failure still happened, and may have been persisted (a
+            # revision found edited, a pivot started): its Events are not lost with the retry.
+            # A retry that finds the same again folds into the same Event's series.
+            for type_, reason, message in out.events:
+                self._event(obj, type_, reason, message)
         if out.requeue_after is not None:
             return Result(requeue_after=out.requeue_after)
         return None

@@ -296,16 +296,12 @@ def _events(env: Env, name: str, reason: str) -> list[dict[str, Any]]:
     ]
 
 
-def test_resolveset_edited_by_hand_is_reported_and_rebuilt(env: Env) -> None:
-    assert env.reconciler is not None
-    env.reconciler.recorder = EventRecorder(
-        env.kube, reporting_controller="pivoter-test", reporting_instance="test"
-    )
-    _, name = _install_from_http(env)
+def _edit_revision_by_hand(env: Env, name: str) -> str:
+    """Change revision 1 of ``name`` as a person can: an immutable ConfigMap cannot be edited,
+    so delete it and create it again, changed. Returns the ConfigMap's name."""
     cm_name = revision_name(_ref(name), 1)
     original = env.kube.get(CONFIG_MAPS, cm_name, env.namespace)
     assert original["immutable"] is True
-    # An immutable ConfigMap cannot be edited: a person deletes and re-creates it, changed.
     (key,) = original["data"]
     edited_text = original["data"][key].replace("1.0.0", "9.9.9")
     assert edited_text != original["data"][key]
@@ -324,6 +320,16 @@ def test_resolveset_edited_by_hand_is_reported_and_rebuilt(env: Env) -> None:
     }
     env.kube.delete(CONFIG_MAPS, cm_name, env.namespace)
     env.kube.create(CONFIG_MAPS, edited, env.namespace)
+    return cm_name
+
+
+def test_resolveset_edited_by_hand_is_reported_and_rebuilt(env: Env) -> None:
+    assert env.reconciler is not None
+    env.reconciler.recorder = EventRecorder(
+        env.kube, reporting_controller="pivoter-test", reporting_instance="test"
+    )
+    _, name = _install_from_http(env)
+    cm_name = _edit_revision_by_hand(env, name)
     _poke(env, name, "after-edit")
 
     obj = env.wait(name, _ready_at(2), what="the state rebuilt as revision 2", timeout=90)
@@ -347,6 +353,37 @@ def test_resolveset_edited_by_hand_is_reported_and_rebuilt(env: Env) -> None:
     assert bd["spec"]["template"]["spec"]["source"]["image"]["ref"].endswith("/web:1.0.0")
     rebuilt = env.kube.get(CONFIG_MAPS, revision_name(_ref(name), 2), env.namespace)
     assert "9.9.9" not in yaml.safe_dump(rebuilt["data"])
+
+
+def test_an_edit_racing_a_resolution_is_still_reported(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The edit lands while a pass resolves: after it read the active revision intact, before
+    it writes the selection (which then cannot reuse the changed revision)."""
+    assert env.reconciler is not None
+    env.reconciler.recorder = EventRecorder(
+        env.kube, reporting_controller="pivoter-test", reporting_instance="test"
+    )
+    _, name = _install_from_http(env)
+    write = env.store.write
+    edited: list[str] = []
+
+    def edit_then_write(ref: InputRef, *args: Any, **kwargs: Any) -> Any:
+        if ref.name == name and not edited:
+            edited.append(_edit_revision_by_hand(env, name))
+        return write(ref, *args, **kwargs)
+
+    monkeypatch.setattr(env.store, "write", edit_then_write)
+    _poke(env, name, "race")
+    env.wait(name, _ready_at(2), what="the state rebuilt as revision 2", timeout=90)
+    (event,) = wait_for(
+        lambda: _events(env, name, "ResolveSetModified"), timeout=30, what="the Warning Event"
+    )
+    assert edited
+    assert edited[0] in event["note"]
+    assert "changed by hand" in event["note"]
+    assert "rebuilt the state as a new revision" in event["note"]
+    assert env.config_map_data("web") == {"version": "1.0.0"}
 
 
 def test_child_deleted_by_hand_is_reported_and_recreated(env: Env) -> None:

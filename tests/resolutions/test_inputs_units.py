@@ -1,0 +1,68 @@
+"""The input reconciler keeps the Events of a pass that failed half-way (no cluster: fakes for
+the API and the engine, which are not what is under test here)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pivoter.resolutions.controller import resolution_kind
+from pivoter.resolutions.engine import Outcome
+from pivoter.resolutions.inputs import FINALIZER, InputReconciler
+from provisioners.apply.kubeerrors import Unavailable
+
+RESOLUTION: dict[str, Any] = {
+    "apiVersion": "pivoter.io/v1alpha1",
+    "kind": "Resolution",
+    "metadata": {
+        "name": "r",
+        "uid": "u1",
+        "generation": 1,
+        "resourceVersion": "7",
+        "finalizers": [FINALIZER],
+    },
+    "spec": {"packages": [{"name": "web"}]},
+}
+
+
+class FakeKube:
+    def get(self, resource: Any, name: str, namespace: str | None = None) -> dict[str, Any]:
+        return RESOLUTION
+
+    def request(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        return {}
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str]] = []
+
+    def warning(self, obj: Any, reason: str, action: str, note: str) -> None:
+        self.seen.append(("Warning", reason))
+
+    def normal(self, obj: Any, reason: str, action: str, note: str) -> None:
+        self.seen.append(("Normal", reason))
+
+
+class FailingEngine:
+    """Finds an edited revision, persists a new pivot, then loses the API server."""
+
+    def reconcile(self, obj: Any, spec: Any, record: Any, persist: Any, out: Outcome) -> Outcome:
+        out.events.append(("Warning", "ResolveSetModified", "revision 1 was edited by hand"))
+        out.events.append(("Normal", "PivotStarted", "pivoting to revision 2"))
+        persist(record)
+        raise Unavailable(0, "", "the API server went away")
+
+
+def test_events_of_a_pass_that_failed_half_way_are_still_recorded() -> None:
+    recorder = Recorder()
+    reconciler = InputReconciler(
+        FakeKube(),  # type: ignore[arg-type]
+        FailingEngine(),  # type: ignore[arg-type]
+        resolution_kind(),
+        recorder=recorder,  # type: ignore[arg-type]
+    )
+    with pytest.raises(Unavailable):
+        reconciler.reconcile("r")
+    assert recorder.seen == [("Warning", "ResolveSetModified"), ("Normal", "PivotStarted")]
