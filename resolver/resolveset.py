@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from resolver import safedata
 from resolver.rules.inputs import Choice, Installed
 from resolver.rules.predicates import PredicateError, requirements
 
@@ -232,8 +233,8 @@ def _packages(value: Any, where: str) -> tuple[str, ...]:
 def loads(text: str) -> ResolveSet:
     """Read a ResolveSet from YAML or JSON text."""
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
+        data = safedata.load_yaml(text)
+    except safedata.SafeDataError as err:
         raise ResolveSetError(f"not YAML or JSON: {err}") from None
     return parse(data)
 

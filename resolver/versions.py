@@ -49,6 +49,28 @@ class RangeSyntaxError(ValueError):
     """A range string that cannot be parsed; the message names the offending token."""
 
 
+_UINT64_MAX = 2**64 - 1
+
+
+def _uint(digits: str, text: str, error: type[ValueError] = VersionSyntaxError) -> int:
+    """A numeric part of a version: refused past 2^64-1, as blang and Masterminds (uint64) refuse
+    it, and so before Python's ``int()`` would raise on 4300+ digits."""
+    significant = digits.lstrip("0") or "0"
+    if len(significant) > 20 or int(significant) > _UINT64_MAX:
+        raise error(f"version {text[:60]!r}: the number {significant[:12]}... is above 2^64-1")
+    return int(significant)
+
+
+def _check_numbers(match: re.Match[str], text: str) -> None:
+    """Refuse numeric parts (and numeric prerelease identifiers) that do not fit a uint64."""
+    for name in ("major", "minor", "patch"):
+        if match[name]:
+            _uint(match[name], text)
+    for ident in (match["pre"] or "").split("."):
+        if ident.isdigit():
+            _uint(ident, text)
+
+
 def parse_version(text: str) -> Version:
     """Parse ``text`` as a semantic version, tolerating what catalogs contain.
 
@@ -56,11 +78,14 @@ def parse_version(text: str) -> Version:
     or patch (``1.2`` is ``1.2.0``) and leading zeros in numeric parts.
     """
     stripped = text.strip()
-    if _STRICT.match(stripped):
+    strict = _STRICT.match(stripped)
+    if strict:
+        _check_numbers(strict, text)
         return Version.parse(stripped)
     match = _TOLERANT.match(stripped)
     if match is None:
         raise VersionSyntaxError(f"invalid version {text!r}: not a semantic version")
+    _check_numbers(match, text)
     pre = match["pre"]
     if pre is not None and any(not ident for ident in pre.split(".")):
         raise VersionSyntaxError(f"invalid version {text!r}: empty prerelease identifier")
@@ -81,8 +106,10 @@ def parse_version(text: str) -> Version:
 
 def parse_strict_version(text: str) -> Version:
     """Parse ``text`` as an exact semver 2.0 version (no ``v``, no partial versions)."""
-    if not _STRICT.match(text):
+    match = _STRICT.match(text)
+    if not match:
         raise VersionSyntaxError(f"invalid version {text!r}: not a semver 2.0 version")
+    _check_numbers(match, text)
     return Version.parse(text)
 
 
@@ -244,7 +271,7 @@ def _blang_wildcard(
             break
         if not part.isdigit():
             raise RangeSyntaxError(f"range {text!r}: bad wildcard in token {token!r}")
-        numbers.append(int(part))
+        numbers.append(_uint(part, text, RangeSyntaxError))
     if not numbers or len(numbers) > 2 or any(p != "x" for p in parts[len(numbers) :]):
         raise RangeSyntaxError(f"range {text!r}: bad wildcard in token {token!r}")
     low = Version(numbers[0], numbers[1] if len(numbers) > 1 else 0, 0)
@@ -335,17 +362,26 @@ def _mm_term(text: str, token: str) -> Term:
     if _is_x(major_t) or major_t == "":
         major, minor, patch, dirty = 0, 0, 0, True
     elif _is_x(minor_t) or minor_t == "":
-        major, minor, patch = int(major_t), 0, 0
+        major, minor, patch = _uint(major_t, text, RangeSyntaxError), 0, 0
         minor_dirty = dirty = True
     elif _is_x(patch_t) or patch_t == "":
-        major, minor, patch = int(major_t), int(minor_t), 0
+        major, minor = (
+            _uint(major_t, text, RangeSyntaxError),
+            _uint(minor_t, text, RangeSyntaxError),
+        )
+        patch = 0
         patch_dirty = dirty = True
     else:
         if not patch_t.isdigit() or not minor_t.isdigit():
             raise RangeSyntaxError(f"range {text!r}: improper constraint {token!r}")
-        major, minor, patch = int(major_t), int(minor_t), int(patch_t)
+        major, minor, patch = (
+            _uint(t, text, RangeSyntaxError) for t in (major_t, minor_t, patch_t)
+        )
     if any(not p.isdigit() and not _is_x(p) for p in (major_t, minor_t, patch_t) if p):
         raise RangeSyntaxError(f"range {text!r}: improper constraint {token!r}")
+    for ident in (pre or "").split("."):
+        if ident.isdigit():
+            _uint(ident, text, RangeSyntaxError)
     con = Version(major, minor, patch, pre)
     guard = not pre
     wild = _Wild(con, dirty, minor_dirty, patch_dirty)

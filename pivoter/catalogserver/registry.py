@@ -19,6 +19,7 @@ from google.protobuf import struct_pb2
 
 from pivoter.catalogserver import gojson
 from pivoter.catalogserver.csv import synthesize_csv
+from resolver import safedata
 from resolver.catalog import model
 from resolver.catalog.registryapi import registry_pb2 as api
 
@@ -353,7 +354,7 @@ def to_api_bundle(
     if not with_manifests:
         return message
     # opm's inline objects are yaml.ToJSON output: Go map order and HTML escaping.
-    decoded = [orjson.loads(o) for o in bundle.objects]
+    decoded = [safedata.load_json(o) for o in bundle.objects]
     objects = [gojson.dumps(o, escape_html=True) for o in decoded]
     csv_json = next(
         (

@@ -19,13 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from pivoter.controllers.bundle import BUNDLES
-from pivoter.httpserving import BackgroundHTTPServer
+from pivoter.httpserving import BackgroundHTTPServer, ConnectionLimits
 from pivoter.kube import Kube, KubeError, NotFound, Resource
 from pivoter.kube.access import Subject, subject_access_review
 from pivoter.webhook.bundledeployments import validate_bundle_deployment
 from pivoter.webhook.bundles import validate_bundle
 from pivoter.webhook.configmaps import validate_config_map
 from pivoter.webhook.review import Request, Validator, Verdict, deny, respond
+from resolver import safedata
 
 __all__ = ["PATHS", "WebhookServer"]
 
@@ -52,6 +53,7 @@ class WebhookServer:
         key: Path,
         host: str = "0.0.0.0",  # the API server reaches it through a Service or a URL
         port: int = 9443,
+        limits: ConnectionLimits | None = None,
     ) -> None:
         self.kube = kube
         self.system_namespace = system_namespace
@@ -60,8 +62,16 @@ class WebhookServer:
             PATHS["configmaps"]: self._config_map,
             PATHS["bundledeployments"]: lambda r: validate_bundle_deployment(r, self.can),
         }
+        # Handshakes run per connection with timeouts (pivoter.httpserving): with failurePolicy
+        # Fail, one idle client must not stall every admission request.
         self.server = BackgroundHTTPServer(
-            _handler(self), host=host, port=port, name="webhook-server", tls_cert=cert, tls_key=key
+            _handler(self),
+            host=host,
+            port=port,
+            name="webhook-server",
+            tls_cert=cert,
+            tls_key=key,
+            limits=limits,
         )
 
     @property
@@ -154,7 +164,7 @@ def _handler(server: WebhookServer) -> type[BaseHTTPRequestHandler]:
                 self._send(HTTPStatus.BAD_REQUEST, b"bad Content-Length\n", "text/plain")
                 return
             try:
-                review = json.loads(self.rfile.read(length))
+                review = safedata.load_json(self.rfile.read(length))
                 answer = server.decide(path, review)
             except (ValueError, TypeError) as exc:
                 self._send(HTTPStatus.BAD_REQUEST, f"{exc}\n".encode(), "text/plain")

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from provisioners.errors import InvalidSourceError
+from resolver import safedata
+
+_LIMITS = safedata.Limits(max_bytes=1 << 20, max_depth=20)
+"""A pull secret is a small, flat JSON document."""
 
 _HUB_ALIASES = {"index.docker.io", "registry-1.docker.io", "docker.io", "registry.hub.docker.com"}
 
@@ -39,8 +42,8 @@ def _host_of(key: str) -> str:
 def credentials_for(config: bytes, registry: str) -> BasicCredentials | None:
     """Return the credentials ``config`` holds for ``registry``, or None when it has none."""
     try:
-        document = json.loads(config)
-    except (ValueError, UnicodeDecodeError) as exc:
+        document = safedata.load_json(config, limits=_LIMITS)
+    except ValueError as exc:
         raise InvalidSourceError(f"the pull secret is not valid JSON: {exc}") from exc
     if not isinstance(document, dict):
         raise InvalidSourceError("the pull secret must be a JSON object with an 'auths' map")

@@ -4,7 +4,10 @@ One pickle per catalog root (named by a hash of its real path) under the cache d
 (default ``~/.cache/pivoter/catalogs``, or ``$PIVOTER_CACHE/catalogs``). It maps each file's
 relative path to its signature (size, mtime_ns, inode, device) and the objects decoded from it, so
 a reload re-reads only files that changed. Only files that loaded without problems are cached.
-Called by :mod:`resolver.catalog.load`; a missing, stale or unreadable cache is simply rebuilt.
+Called by :mod:`resolver.catalog.load`; a missing, stale, corrupt (truncated, garbage, another
+format version, unexpected contents) or unwritable cache is simply ignored and rebuilt, never an
+error. Reading unpickles only the model's own classes (:class:`_ModelUnpickler`), so a planted file
+cannot make the loader run code, and every entry's shape is checked before it is used.
 """
 
 from __future__ import annotations
@@ -17,9 +20,10 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
+from resolver.catalog import model
 from resolver.catalog.decode import CatalogObject
 
-_FORMAT = 1  # bump when the model's pickled shape changes
+_FORMAT = 2  # bump when the model's pickled shape or the parser's values change
 
 Signature = tuple[int, int, int, int]
 
@@ -51,18 +55,63 @@ def _cache_path(cache_dir: str, root: str) -> str:
     return os.path.join(cache_dir, f"{digest[:32]}.pickle")
 
 
+_MODEL_CLASSES = frozenset(
+    (
+        "Absent",
+        "Bundle",
+        "Channel",
+        "ChannelEntry",
+        "Deprecation",
+        "DeprecationEntry",
+        "Icon",
+        "Meta",
+        "Origin",
+        "Package",
+        "Property",
+        "RelatedImage",
+    )
+)
+_OBJECT_TYPES = (model.Package, model.Channel, model.Bundle, model.Deprecation, model.Meta)
+
+
+class _ModelUnpickler(pickle.Unpickler):
+    """Unpickles plain data and the catalog model's classes, nothing else."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if module == model.__name__ and name in _MODEL_CLASSES:
+            return getattr(model, name)
+        raise pickle.UnpicklingError(f"{module}.{name} is not allowed in a catalog cache")
+
+
 def read(cache_dir: str, root: str) -> FileCache:
     """Read the cache of ``root``; an absent or unusable cache reads as empty."""
     try:
         with open(_cache_path(cache_dir, root), "rb") as f:
-            data: Any = pickle.load(f)  # our own file under the user's cache dir
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError):
+            data: Any = _ModelUnpickler(f).load()
+    except Exception:  # any corrupt file: truncated, garbage, planted; it is rebuilt
         return FileCache()
     if not isinstance(data, tuple) or len(data) != 3 or data[0] != _FORMAT:
         return FileCache()
-    if data[1] != os.path.realpath(root):
+    if data[1] != os.path.realpath(root) or not _well_formed(data[2]):
         return FileCache()
     return FileCache(data[2])
+
+
+def _well_formed(files: Any) -> bool:
+    """Does ``files`` have the shape :class:`FileCache` holds? (A damaged cache is dropped.)"""
+    if not isinstance(files, dict):
+        return False
+    for relpath, entry in files.items():
+        if not isinstance(relpath, str) or not isinstance(entry, tuple) or len(entry) != 2:
+            return False
+        signature, objects = entry
+        if not isinstance(signature, tuple) or len(signature) != 4:
+            return False
+        if not all(type(part) is int for part in signature) or not isinstance(objects, list):
+            return False
+        if not all(isinstance(obj, _OBJECT_TYPES) for obj in objects):
+            return False
+    return True
 
 
 def write(cache_dir: str, root: str, cache: FileCache) -> None:
@@ -79,6 +128,6 @@ def write(cache_dir: str, root: str, cache: FileCache) -> None:
                 (_FORMAT, os.path.realpath(root), cache.files), f, protocol=pickle.HIGHEST_PROTOCOL
             )
         os.replace(tmp, path)
-    except (OSError, pickle.PicklingError):
+    except Exception:  # disk full, a value pickle cannot write: only speed is lost
         with contextlib.suppress(OSError):
             os.unlink(tmp)

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-import yaml
+
+from resolver import safedata
 
 JSON = Any
 """A decoded JSON value (dict, list, str, int, float, bool or None)."""
@@ -204,16 +205,22 @@ class Bundle:
     def csv_json(self) -> str:
         """The inlined ClusterServiceVersion manifest as JSON text ("" when none is inlined)."""
         for text in self.objects:
-            obj = orjson.loads(text)
+            obj = safedata.load_json(text, limits=BUNDLE_OBJECT_LIMITS)
             if isinstance(obj, dict) and obj.get("kind") == "ClusterServiceVersion":
                 return text
         return ""
 
 
+BUNDLE_OBJECT_LIMITS = safedata.Limits(max_bytes=64 << 20, max_depth=200, max_nodes=1_000_000)
+"""Limits on one decoded ``olm.bundle.object`` manifest (as for a catalog document)."""
+
+
 def decode_bundle_object(value: JSON) -> str:
     """Decode one ``olm.bundle.object`` value (``{data: <base64 YAML or JSON>}``) to JSON text.
 
-    Raises ValueError when the data is not base64 or does not hold one YAML/JSON document.
+    Raises ValueError when the data is not base64 or does not hold one YAML/JSON document of
+    plain JSON data within :data:`BUNDLE_OBJECT_LIMITS` (nesting, alias expansion, size): the
+    same checks as catalog files, so what loads here can be rendered, served and cached.
     """
     if not isinstance(value, dict):
         raise ValueError("olm.bundle.object value must be an object with a base64 'data' field")
@@ -227,13 +234,10 @@ def decode_bundle_object(value: JSON) -> str:
     except binascii.Error as err:
         raise ValueError(f"olm.bundle.object 'data' is not valid base64: {err}") from None
     try:
-        obj = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        try:
-            obj = yaml.load(raw, Loader=yaml.CSafeLoader)
-        except yaml.YAMLError as err:
-            raise ValueError(f"olm.bundle.object 'data' is neither JSON nor YAML: {err}") from None
-    return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS, default=str).decode()
+        obj = safedata.load_json_or_yaml(raw, limits=BUNDLE_OBJECT_LIMITS, go_yaml=True)
+    except safedata.SafeDataError as err:
+        raise ValueError(f"olm.bundle.object 'data' (decoded): {err}") from None
+    return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS).decode()
 
 
 def _gvk(value: Mapping[str, JSON]) -> GVK:

@@ -357,10 +357,11 @@ def _check_bundle(b: Bundle, where: str, report: _Report) -> _Versioned | None:
     raw_version = value.get("version") or ""
     try:
         version: Version | None = parse_strict_version(raw_version)
-    except VersionSyntaxError:
-        report.error(
-            "version", f"{where}: error parsing bundle version {raw_version!r}: not semver", b
-        )
+    except VersionSyntaxError as err:
+        # A number past uint64 is invalid for blang too; say so rather than "not semver".
+        why = "a number is above 2^64-1" if "above 2^64-1" in str(err) else "not semver"
+        shown = raw_version if len(raw_version) <= 80 else raw_version[:60] + "..."
+        report.error("version", f"{where}: error parsing bundle version {shown!r}: {why}", b)
         version = None
     release = value.get("release") or ""
     if release:

@@ -31,7 +31,7 @@ from provisioners.formats.registry_v1 import fields
 from provisioners.formats.registry_v1.errors import InvalidInstallConfigError
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
+_DURATION = re.compile(r"^(?:([0-9]{1,9})h)?(?:([0-9]{1,9})m)?(?:([0-9]{1,9})s)?$")
 
 CONFIG_KEYS = (
     "installNamespace",
