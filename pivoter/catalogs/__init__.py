@@ -12,10 +12,12 @@ from pivoter.catalogs.errors import (
     REASON_FETCH_FAILED,
     REASON_FETCHED,
     REASON_INVALID,
+    REASON_STALE,
     REASON_UNAVAILABLE,
     CatalogProblem,
     FetchFailed,
     InvalidCatalog,
+    SourceStale,
     SourceUnavailable,
 )
 from pivoter.catalogs.foreign import (
@@ -47,6 +49,7 @@ __all__ = [
     "REASON_FETCHED",
     "REASON_FETCH_FAILED",
     "REASON_INVALID",
+    "REASON_STALE",
     "REASON_UNAVAILABLE",
     "BuiltSource",
     "CachedCatalog",
@@ -65,6 +68,7 @@ __all__ = [
     "PollOutcome",
     "Poller",
     "SourceSettings",
+    "SourceStale",
     "SourceUnavailable",
     "build_source",
     "catalog_source_spec",

@@ -2,7 +2,9 @@
 
 Raised by :mod:`pivoter.catalogs.sources` and :mod:`pivoter.catalogs.image`, caught by the
 Catalog reconciler, which turns each into ``Serving=False`` with the exception's ``reason`` and
-message (and keeps the last good content in the cache).
+message (and keeps the last good content in the cache). :class:`SourceStale` is the one raised
+by :mod:`pivoter.catalogs.poll` itself, after a fetch that worked, when the server says that the
+content it serves is stale (``pivoter catalog serve`` whose directory broke).
 """
 
 from __future__ import annotations
@@ -11,10 +13,12 @@ __all__ = [
     "REASON_FETCHED",
     "REASON_FETCH_FAILED",
     "REASON_INVALID",
+    "REASON_STALE",
     "REASON_UNAVAILABLE",
     "CatalogProblem",
     "FetchFailed",
     "InvalidCatalog",
+    "SourceStale",
     "SourceUnavailable",
 ]
 
@@ -22,6 +26,7 @@ REASON_FETCHED = "Fetched"
 REASON_FETCH_FAILED = "FetchFailed"
 REASON_INVALID = "Invalid"
 REASON_UNAVAILABLE = "Unavailable"
+REASON_STALE = "Stale"
 
 
 class CatalogProblem(Exception):
@@ -42,6 +47,13 @@ class InvalidCatalog(CatalogProblem):
     Catalog or its content."""
 
     reason = REASON_INVALID
+
+
+class SourceStale(CatalogProblem):
+    """The source answered, but says the content it serves is stale (its own source broke):
+    the content is used, and the source's reason is reported until the source recovers."""
+
+    reason = REASON_STALE
 
 
 class SourceUnavailable(CatalogProblem):

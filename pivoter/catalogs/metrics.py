@@ -4,8 +4,9 @@
 * ``pivoter_catalog_poll_duration_seconds{catalog}``: the fetch, plus digest and validation
   when the content changed;
 * ``pivoter_catalog_poll_bytes_total{catalog}``: bytes received, as the source counts them;
-* ``pivoter_catalog_poll_errors_total{catalog, reason}``: ``FetchFailed``, ``Invalid`` or
-  ``Unavailable`` (the ``Serving`` condition's reason).
+* ``pivoter_catalog_poll_errors_total{catalog, reason}``: ``FetchFailed``, ``Invalid``,
+  ``Unavailable`` or ``Stale`` (the ``Serving`` condition's reason; a stale source's poll is
+  counted ``failed`` too, though its content is used).
 
 Bytes: the catalogd HTTP body as received (0 for a 304), the gRPC response messages (the whole
 catalog every poll: the registry API has no change signal), an image's layers and config when

@@ -6,7 +6,10 @@ is polled: when the source's own digest (HTTP body, gRPC messages, image manifes
 data) is the one of the last poll, nothing else is computed. Only a moved source digest costs
 the canonical content digest, and only a moved content digest costs validation and a cache
 update, which is what fires the cache's ``on_change`` callbacks. A failed fetch or an invalid
-catalog leaves the cache as it was: the last good content keeps serving resolution.
+catalog leaves the cache as it was: the last good content keeps serving resolution. A source
+that answers but says its content is stale (the ``stale`` attribute of the catalogd and registry
+sources, sent by ``pivoter catalog serve`` whose directory broke) is used like any other answer
+and reported as a :class:`SourceStale` problem naming the server's reason.
 """
 
 from __future__ import annotations
@@ -17,8 +20,9 @@ from dataclasses import dataclass, field
 
 from pivoter.catalogs.cache import CachedCatalog, CatalogCache
 from pivoter.catalogs.digest import content_digest
-from pivoter.catalogs.errors import CatalogProblem, FetchFailed, InvalidCatalog
+from pivoter.catalogs.errors import CatalogProblem, FetchFailed, InvalidCatalog, SourceStale
 from pivoter.catalogs.sources import BuiltSource
+from pivoter.kube import KubeError
 from resolver.catalog.model import Catalog
 from resolver.catalog.sources import SourceError
 from resolver.catalog.validate import validate
@@ -58,15 +62,33 @@ class Poller:
     """The content digest last refused by validation, and why: not validated again."""
 
     def poll(self, cache: CatalogCache, priority: int) -> PollOutcome:
-        """Fetch once and update ``cache``; never raises for a source or content problem."""
+        """Fetch once and update ``cache``; never raises but for an API server error (a
+        :class:`~pivoter.kube.KubeError` reading a ConfigMap): any other exception becomes a
+        ``FetchFailed`` problem."""
         started = time.monotonic()
         try:
             changed = self._poll(cache, priority)
-        except CatalogProblem as problem:
+        except KubeError:
+            raise  # the API server's trouble, not the source's: the controller retries
+        except Exception as exc:
+            problem = exc if isinstance(exc, CatalogProblem) else self._unexpected(exc)
             self.failures += 1
             return PollOutcome(
                 cache.get(self.cache_name),
                 problem=problem,
+                seconds=time.monotonic() - started,
+                fetched_bytes=getattr(self.built.source, "fetched_bytes", None),
+            )
+        stale = getattr(self.built.source, "stale", None)
+        if stale:
+            # Counted as a failure: the next poll comes sooner, so the fix is seen soon.
+            self.failures += 1
+            return PollOutcome(
+                cache.get(self.cache_name),
+                changed=changed,
+                problem=SourceStale(
+                    f"{self.built.description} serves stale content: {str(stale)[:1000]}"
+                ),
                 seconds=time.monotonic() - started,
                 fetched_bytes=getattr(self.built.source, "fetched_bytes", None),
             )
@@ -76,6 +98,17 @@ class Poller:
             changed=changed,
             seconds=time.monotonic() - started,
             fetched_bytes=getattr(self.built.source, "fetched_bytes", None),
+        )
+
+    def _unexpected(self, exc: Exception) -> FetchFailed:
+        """A bug or an exhausted resource in a source or a check: reported like any failed
+        fetch (status, metrics, a log line with the traceback), never a silent retry that leaves
+        the status saying all is well."""
+        log.exception("catalog %s: unexpected error while polling", self.cache_name)
+        text = " ".join(str(exc).split())[:500] or "no message"
+        return FetchFailed(
+            f"{self.built.description}: unexpected error while fetching "
+            f"({type(exc).__name__}: {text})"
         )
 
     def _poll(self, cache: CatalogCache, priority: int) -> bool:

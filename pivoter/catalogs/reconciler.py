@@ -10,8 +10,9 @@ changed: an unchanged poll writes nothing (``lastFetchTime`` is refreshed at mos
 ``status_heartbeat`` seconds). It asks to be called again after ``spec.pollInterval``, or sooner
 after a failure.
 
-Status: ``Serving`` (True ``Fetched``; False ``FetchFailed``, ``Invalid`` or ``Unavailable`` with
-what to do and whether the last good content still serves), ``contentDigest``, ``packages``,
+Status: ``Serving`` (True ``Fetched``; False ``FetchFailed``, ``Invalid``, ``Unavailable`` or
+``Stale`` (the server says its content is stale, and why) with what to do and whether the last
+good content still serves), ``contentDigest``, ``packages``,
 ``bundles``, ``lastFetchTime``, ``lastChangeTime``, ``observedGeneration``. A deleted Catalog
 leaves the cache.
 """
@@ -28,7 +29,7 @@ from typing import Any
 
 from pivoter.apis import pivoter as api
 from pivoter.catalogs.cache import CachedCatalog, CatalogCache
-from pivoter.catalogs.errors import REASON_FETCHED, CatalogProblem, InvalidCatalog
+from pivoter.catalogs.errors import REASON_FETCHED, REASON_STALE, CatalogProblem, InvalidCatalog
 from pivoter.catalogs.interval import MIN_INTERVAL, parse_duration, retry_delay
 from pivoter.catalogs.metrics import CatalogMetrics
 from pivoter.catalogs.poll import Poller, PollOutcome
@@ -214,7 +215,16 @@ class CatalogReconciler:
                 status["lastChangeTime"] = _timestamp(now)
         else:
             message = str(outcome.problem)
-            if entry is not None:
+            if outcome.changed and entry is not None:
+                # A stale source still delivered this content: it did change.
+                status["lastChangeTime"] = _timestamp(now)
+            if entry is not None and outcome.problem.reason == REASON_STALE:
+                message += (
+                    f". The content it serves ({entry.digest}, {len(entry.catalog.packages)} "
+                    "packages) keeps serving resolution; fix the server's catalog and this "
+                    "clears at its next reload"
+                )
+            elif entry is not None:
                 message += (
                     f". The last good content ({entry.digest}, {len(entry.catalog.packages)} "
                     "packages) keeps serving resolution"

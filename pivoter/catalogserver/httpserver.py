@@ -5,7 +5,10 @@ Serves ``/catalogs/<name>/api/v1/all`` and ``/catalogs/<name>/api/v1/metas`` as 
 ``application/jsonl`` bodies, ``Last-Modified`` with ``If-Modified-Since`` (304) and
 ``If-Unmodified-Since`` (412), gzip when asked and the body is over 1400 bytes, 400 for a name
 that is not a DNS-1123 subdomain or an unknown ``metas`` parameter, 404 for another catalog. Also
-``/metrics`` (prometheus) and ``/healthz``. Started by :mod:`pivoter.catalogserver.serve`.
+``/metrics`` (prometheus) and ``/healthz``. While the catalog served is stale (the directory's
+last reload failed), ``/api/v1/all`` and ``/api/v1/metas`` answers (304s included) carry the
+reason in the ``X-Pivoter-Stale`` header (:mod:`resolver.catalog.sources.stale`). Started by
+:mod:`pivoter.catalogserver.serve`.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import re
 import threading
 from collections.abc import Callable
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlsplit
 
 from prometheus_client import CollectorRegistry
@@ -24,6 +27,8 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
 from pivoter.catalogserver import ui
 from pivoter.catalogserver.reload import Snapshot
+from pivoter.httpserving import HardenedHTTPServer
+from resolver.catalog.sources.stale import STALE_HEADER, encode_reason
 
 GZIP_MIN_BYTES = 1400
 """catalogd's gzip handler leaves smaller bodies uncompressed."""
@@ -49,7 +54,7 @@ def dns1123_subdomain_errors(name: str) -> list[str]:
     return errors
 
 
-class CatalogHTTPServer(ThreadingHTTPServer):
+class CatalogHTTPServer(HardenedHTTPServer):  # idle clients time out, connections are capped
     """A threading HTTP server that knows the catalog name and how to get the current snapshot."""
 
     daemon_threads = True
@@ -61,11 +66,14 @@ class CatalogHTTPServer(ThreadingHTTPServer):
         name: str,
         snapshot: Callable[[], Snapshot],
         metrics: CollectorRegistry | None = None,
+        stale: Callable[[], str | None] | None = None,
     ) -> None:
         super().__init__(address, _Handler)
         self.catalog_name = name
         self.snapshot = snapshot
         self.metrics = metrics
+        self.stale = stale
+        """Why the catalog served is stale (None: it is current); sent as a header."""
 
     def serve_in_thread(self) -> threading.Thread:
         """Start serving in a daemon thread and return it."""
@@ -174,6 +182,7 @@ class _Handler(BaseHTTPRequestHandler):
             modified = email.utils.formatdate(snap.last_modified, usegmt=True)
             self.send_header("Last-Modified", modified)
             self.send_header("Vary", "Accept-Encoding")
+            self._stale_header()
         if gzipped:
             self.send_header("Content-Encoding", "gzip")
 
@@ -182,6 +191,7 @@ class _Handler(BaseHTTPRequestHandler):
         unmodified_since = self._header_time("If-Unmodified-Since")
         if unmodified_since is not None and last_modified > unmodified_since:
             self.send_response(HTTPStatus.PRECONDITION_FAILED)
+            self._stale_header()
             self.send_header("Content-Length", "0")
             self.end_headers()
             return True
@@ -190,9 +200,15 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_response(HTTPStatus.NOT_MODIFIED)
             self.send_header("Last-Modified", email.utils.formatdate(last_modified, usegmt=True))
             self.send_header("Vary", "Accept-Encoding")
+            self._stale_header()
             self.end_headers()
             return True
         return False
+
+    def _stale_header(self) -> None:
+        reason = self.server.stale() if self.server.stale is not None else None
+        if reason:
+            self.send_header(STALE_HEADER, encode_reason(reason))
 
     def _header_time(self, name: str) -> int | None:
         value = self.headers.get(name)

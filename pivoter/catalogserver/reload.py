@@ -2,10 +2,20 @@
 
 ``pivoter catalog serve`` (:mod:`pivoter.catalogserver.serve`) builds one :class:`Reloader`; the
 gRPC and HTTP servers read :attr:`Reloader.current` on every request. A reload loads the
-directory with the shared loader, validates it, builds the registry view and the catalogd JSONL,
-and only then swaps the snapshot (one attribute assignment): readers see the old catalog or the
-new one, never a mix. A broken edit keeps the last good snapshot; the reason is logged and shown
-by the ``pivoter_catalog_reload_*`` metrics.
+directory with the shared loader (every file through :mod:`resolver.catalog.guard`), validates
+it, builds the registry view and the catalogd JSONL, and only then swaps the snapshot (one
+attribute assignment): readers see the old catalog or the new one, never a mix.
+
+A reload that fails keeps the last good snapshot, whatever the failure: a broken edit, an
+unreadable file, or any unexpected exception in a reload step. The poll thread never dies (each
+attempt runs in a worker thread whose every exception is caught) and never waits for good on a
+reload that does not finish: after ``reload_timeout`` seconds the attempt is reported as stuck
+and the poller waits for it without blocking shutdown. Every failure is reported the same three
+ways: an ERROR log line ``catalog NAME: keeping the last good catalog: <reason>``, the
+``pivoter_catalog_reload_*`` metrics (``..._last_success`` 0, ``pivoter_catalog_stale`` 1,
+``pivoter_catalog_reload_errors_total{kind}``), and :meth:`Reloader.stale_reason`, which the
+servers advertise to clients (HTTP header, gRPC metadata; see :mod:`.stale`). The next good
+reload (or the directory going back to the served content) clears all three.
 """
 
 from __future__ import annotations
@@ -16,6 +26,7 @@ import gc
 import gzip
 import hashlib
 import logging
+import os
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -27,6 +38,7 @@ from pivoter.catalogserver.registry import RegistryError, RegistryView
 from resolver.catalog import model
 from resolver.catalog.decode import meta_of
 from resolver.catalog.errors import CatalogLoadError
+from resolver.catalog.guard import RefusedFile, read_text
 from resolver.catalog.load import load_directory
 from resolver.catalog.parse import parse_text
 from resolver.catalog.validate import validate
@@ -92,9 +104,14 @@ def render_jsonl(root: str) -> tuple[bytes, tuple[MetaLine, ...]]:
     chunks: list[bytes] = []
     lines: list[MetaLine] = []
     offset = 0
+    real_root = os.path.realpath(root)
     for f in files:
-        with open(f.path, encoding="utf-8") as handle:
-            parsed = parse_text(handle.read())
+        try:
+            text = read_text(real_root, f.path, walked=True, expect=(f.device, f.inode))
+        except RefusedFile as err:
+            raise SnapshotError(f"{f.relpath}: {err}") from None
+        parsed = parse_text(text)
+        del text
         if parsed.problems:
             line, message = parsed.problems[0]
             raise SnapshotError(f"{f.relpath}:{line}: {message}")
@@ -147,18 +164,36 @@ def release_free_memory() -> None:
     server's resident size stays at that peak for its whole life (measured: 103 -> 74 MiB on
     community-operators-prod-v4.16). A no-op where the C library has no ``malloc_trim``.
     """
-    gc.collect()
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return
-    trim = getattr(ctypes.CDLL(name), "malloc_trim", None)
-    if trim is not None:
-        trim(0)
+    try:
+        gc.collect()
+        name = ctypes.util.find_library("c")
+        if name is None:
+            return
+        trim = getattr(ctypes.CDLL(name), "malloc_trim", None)
+        if trim is not None:
+            trim(0)
+    except Exception as err:  # only memory is at stake: never fail a reload for it
+        log.debug("cannot release free memory: %s", err)
 
 
 def _is_error(finding: object) -> bool:
     severity = getattr(finding, "severity", "error")
     return str(getattr(severity, "value", severity)).lower() == "error"
+
+
+DEFAULT_RELOAD_TIMEOUT = 120.0
+"""Seconds a reload may run before it is reported as stuck (a full 200 MiB catalog loads in ~20 s
+on one core)."""
+STOP_TIMEOUT = 2.0
+"""Seconds :meth:`Reloader.stop` waits for the poll thread (a stuck reload is left behind: the
+thread is a daemon and never keeps the process alive)."""
+
+KIND_INVALID = "invalid"
+"""The directory does not hold a servable catalog (malformed, invalid, refused file)."""
+KIND_UNEXPECTED = "unexpected"
+"""A reload step raised an exception nobody expected (a bug, out of memory): retried later."""
+KIND_STUCK = "stuck"
+"""A reload has run longer than ``reload_timeout``."""
 
 
 class ReloadMetrics:
@@ -177,6 +212,20 @@ class ReloadMetrics:
             ["catalog"],
             registry=registry,
         )
+        self.stale = Gauge(
+            "pivoter_catalog_stale",
+            "1 while the catalog being served is not the directory's current content (the last "
+            "reload failed, or is stuck), 0 otherwise.",
+            ["catalog"],
+            registry=registry,
+        )
+        self.errors = Counter(
+            "pivoter_catalog_reload_errors",
+            "Failed reloads by kind: invalid (the directory's content or files), unexpected (an "
+            "exception in a reload step), stuck (a reload over its timeout).",
+            ["catalog", "kind"],
+            registry=registry,
+        )
         self.loaded_at = Gauge(
             "pivoter_catalog_loaded_timestamp_seconds",
             "When the catalog being served was loaded.",
@@ -191,6 +240,16 @@ class ReloadMetrics:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class Stale:
+    """Why the catalog being served is not the directory's current content, and since when."""
+
+    reason: str
+    kind: str
+    since: float
+    """Wall-clock seconds of the first failure of this kind in a row."""
+
+
 class Reloader:
     """Holds the current snapshot of one directory and reloads it when its files change."""
 
@@ -201,15 +260,25 @@ class Reloader:
         name: str,
         registry: CollectorRegistry | None = None,
         poll_interval: float = 2.0,
+        reload_timeout: float = DEFAULT_RELOAD_TIMEOUT,
     ) -> None:
         self.root = root
         self.name = name
         self.poll_interval = poll_interval
+        self.reload_timeout = reload_timeout
         self.metrics_registry = registry or CollectorRegistry()
         self.metrics = ReloadMetrics(self.metrics_registry)
         self.last_error: str | None = None
+        self.stale: Stale | None = None
         self._bad: str | None = None  # signature of the last broken version seen
-        self.current = load_snapshot(root, name=name)  # the first load must succeed
+        self._retry_at = 0.0  # after an unexpected error: when to try the same version again
+        self._lock = threading.Lock()
+        try:
+            self.current = load_snapshot(root, name=name)  # the first load must succeed
+        except SnapshotError:
+            raise
+        except Exception as err:  # never a traceback for a directory that cannot be served
+            raise SnapshotError(_unexpected(err)) from None
         release_free_memory()
         self._record_success(self.current)
         self._stop = threading.Event()
@@ -218,6 +287,7 @@ class Reloader:
     def _record_success(self, snapshot: Snapshot) -> None:
         self.metrics.reloads.labels(self.name, "success").inc()
         self.metrics.last_ok.labels(self.name).set(1)
+        self.metrics.stale.labels(self.name).set(0)
         self.metrics.loaded_at.labels(self.name).set(snapshot.last_modified)
         self.metrics.bundles.labels(self.name).set(len(snapshot.catalog.bundles))
 
@@ -225,19 +295,48 @@ class Reloader:
         """Return the registry view of the current snapshot."""
         return self.current.view
 
+    def stale_reason(self) -> str | None:
+        """One line saying why the catalog served is not the directory's current content, or
+        None when it is (what the servers advertise to clients)."""
+        stale = self.stale
+        if stale is None:
+            return None
+        loaded = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.current.last_modified))
+        return f"serving the catalog loaded at {loaded}: {stale.reason}"
+
     def check(self) -> bool:
-        """Reload if the directory changed; return True when a new snapshot was swapped in."""
-        try:
-            signature = directory_signature(self.root)
-        except OSError as err:
-            self._fail(f"cannot list {self.root}: {err}", "")
+        """Reload if the directory changed; return True when a new snapshot was swapped in.
+
+        Never raises: every failure keeps the last good snapshot and is reported.
+        """
+        with self._lock:
+            signature = ""
+            try:
+                signature = directory_signature(self.root)
+                return self._check(signature)
+            except Exception as err:
+                # A bug or an exhausted resource: report it, and try this version again later
+                # (it may be transient) rather than on every poll.
+                self._fail(_unexpected(err), signature, KIND_UNEXPECTED)
+                self._retry_at = time.monotonic() + max(30.0, 10 * self.poll_interval)
+                release_free_memory()
+                return False
+
+    def _check(self, signature: str) -> bool:
+        if signature == self.current.signature:
+            if self.stale is not None:
+                # The directory went back to exactly what is being served (or a slow attempt
+                # that was reported stuck found nothing new).
+                self._recovered("the directory is back to the catalog being served")
             return False
-        if signature in (self.current.signature, self._bad):
+        if signature == self._bad and time.monotonic() < self._retry_at:
+            return False
+        if signature == self._bad and self.stale is not None and self.stale.kind == KIND_INVALID:
             return False
         try:
             snapshot = load_snapshot(self.root, name=self.name)
         except (SnapshotError, OSError, UnicodeDecodeError) as err:
-            self._fail(str(err), signature)
+            self._fail(str(err), signature, KIND_INVALID)
             release_free_memory()
             return False
         if snapshot.last_modified <= self.current.last_modified:
@@ -246,24 +345,36 @@ class Reloader:
             snapshot = replace(snapshot, last_modified=self.current.last_modified + 1)
         self.current = snapshot
         release_free_memory()
-        self.last_error = None
-        self._bad = None
-        self._record_success(snapshot)
-        log.info(
-            "catalog %s reloaded: %d packages, %d bundles",
-            self.name,
-            len(snapshot.catalog.packages),
-            len(snapshot.catalog.bundles),
+        self._recovered(
+            f"reloaded: {len(snapshot.catalog.packages)} packages, "
+            f"{len(snapshot.catalog.bundles)} bundles"
         )
+        self._record_success(snapshot)
         return True
 
-    def _fail(self, reason: str, signature: str) -> None:
+    def _recovered(self, message: str) -> None:
+        self.last_error = None
+        self.stale = None
+        self._bad = None
+        self._retry_at = 0.0
+        self.metrics.last_ok.labels(self.name).set(1)
+        self.metrics.stale.labels(self.name).set(0)
+        log.info("catalog %s %s", self.name, message)
+
+    def _fail(self, reason: str, signature: str, kind: str) -> None:
+        reason = " ".join(reason.split())  # one line, whatever the loader said
+        repeated = self.stale is not None and self.stale.reason == reason
         # Remember the broken version so it is reported once, not on every poll.
         self._bad = signature
         self.last_error = reason
+        since = self.stale.since if self.stale is not None else time.time()
+        self.stale = Stale(reason, kind, since)
         self.metrics.reloads.labels(self.name, "failure").inc()
+        self.metrics.errors.labels(self.name, kind).inc()
         self.metrics.last_ok.labels(self.name).set(0)
-        log.error("catalog %s: keeping the last good catalog: %s", self.name, reason)
+        self.metrics.stale.labels(self.name).set(1)
+        if not repeated:
+            log.error("catalog %s: keeping the last good catalog: %s", self.name, reason)
 
     def start(self) -> None:
         """Poll the directory in a background thread until :meth:`stop`."""
@@ -272,10 +383,57 @@ class Reloader:
 
     def _run(self) -> None:
         while not self._stop.wait(self.poll_interval):
-            self.check()
+            try:
+                self._attempt()
+            except Exception:  # pragma: no cover - _attempt catches everything itself
+                log.exception("catalog %s: reload poller error (it keeps polling)", self.name)
 
-    def stop(self) -> None:
-        """Stop polling."""
+    def _attempt(self) -> None:
+        """Run one :meth:`check` in a worker thread; report it when it does not finish in time."""
+        done = threading.Event()
+
+        def work() -> None:
+            try:
+                self.check()
+            finally:
+                done.set()
+
+        worker = threading.Thread(target=work, name="catalog-reload-attempt", daemon=True)
+        started = time.monotonic()
+        worker.start()
+        reported = False
+        # Never two reloads at once: wait for this one, in slices, so that stop() is never kept
+        # waiting, and report it once when it runs past reload_timeout.
+        while not done.wait(min(0.5, self.reload_timeout)):
+            if self._stop.is_set():
+                return
+            elapsed = time.monotonic() - started
+            if not reported and elapsed >= self.reload_timeout and not done.is_set():
+                reported = True
+                self._stuck(elapsed)
+
+    def _stuck(self, seconds: float) -> None:
+        reason = (
+            f"a reload has been running for {seconds:.0f}s without finishing (a file of "
+            f"{self.root} that blocks reads, or a very slow disk?)"
+        )
+        # Not under the lock: the stuck check() holds it.
+        self.last_error = reason
+        since = self.stale.since if self.stale is not None else time.time()
+        self.stale = Stale(reason, KIND_STUCK, since)
+        self.metrics.reloads.labels(self.name, "failure").inc()
+        self.metrics.errors.labels(self.name, KIND_STUCK).inc()
+        self.metrics.last_ok.labels(self.name).set(0)
+        self.metrics.stale.labels(self.name).set(1)
+        log.error("catalog %s: keeping the last good catalog: %s", self.name, reason)
+
+    def stop(self, timeout: float = STOP_TIMEOUT) -> None:
+        """Stop polling; wait at most ``timeout`` seconds (a stuck reload is left behind)."""
         self._stop.set()
         if self._thread is not None:
-            self._thread.join()
+            self._thread.join(timeout)
+
+
+def _unexpected(err: BaseException) -> str:
+    text = " ".join(str(err).split())[:500]
+    return f"unexpected error while reloading ({type(err).__name__}: {text or 'no message'})"

@@ -3,15 +3,20 @@
 Called by :mod:`pivoter.cli.catalog_serve`. Loads the directory (refusing to start on a broken
 one), starts the gRPC server (:mod:`.grpcserver`), the HTTP server (:mod:`.httpserver`) and the
 reload poller (:mod:`.reload`), prints one ``serving`` line per protocol with the bound address
-(so port 0 can be used), and stops cleanly on SIGINT/SIGTERM.
+(so port 0 can be used), and stops on SIGINT/SIGTERM within :data:`SHUTDOWN_SECONDS`, even while
+a reload is stuck: the reload threads are daemons that shutdown does not wait for, and a shutdown
+that still does not finish in time ends the process (a second signal ends it at once). Both
+servers advertise a stale catalog (:meth:`.reload.Reloader.stale_reason`) to their clients.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from types import FrameType
 
@@ -20,6 +25,9 @@ from pivoter.catalogserver.httpserver import CatalogHTTPServer
 from pivoter.catalogserver.reload import Reloader
 
 log = logging.getLogger(__name__)
+
+SHUTDOWN_SECONDS = 5.0
+"""Longest a SIGTERM/SIGINT shutdown may take before the process exits anyway."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,14 +51,19 @@ def serve(options: ServeOptions, stop: threading.Event | None = None) -> None:
     """
     stop = stop or threading.Event()
     reloader = Reloader(options.directory, name=options.name, poll_interval=options.poll_interval)
+    signalled = threading.Event()
     grpc_server = None
     http_server = None
     try:
         if options.grpc_port is not None:
             grpc_server, port = build_server(
                 reloader.view,
-                address=f"{options.host}:{options.grpc_port}",
+                # An IPv6 literal needs brackets in a gRPC target.
+                address=f"[{options.host}]:{options.grpc_port}"
+                if ":" in options.host
+                else f"{options.host}:{options.grpc_port}",
                 max_message_bytes=options.max_message_bytes,
+                stale=reloader.stale_reason,
             )
             grpc_server.start()
             _announce(f"serving gRPC api.Registry on {options.host}:{port}")
@@ -60,6 +73,7 @@ def serve(options: ServeOptions, stop: threading.Event | None = None) -> None:
                 name=options.name,
                 snapshot=lambda: reloader.current,
                 metrics=reloader.metrics_registry,
+                stale=reloader.stale_reason,
             )
             http_server.serve_in_thread()
             port = http_server.server_address[1]
@@ -69,8 +83,12 @@ def serve(options: ServeOptions, stop: threading.Event | None = None) -> None:
         reloader.start()
         if threading.current_thread() is threading.main_thread():
 
-            def _on_signal(_signum: int, _frame: FrameType | None) -> None:
+            def _on_signal(signum: int, _frame: FrameType | None) -> None:
+                if signalled.is_set():
+                    os._exit(128 + signum)  # a second signal: no more waiting
+                signalled.set()
                 stop.set()
+                _exit_after(SHUTDOWN_SECONDS, 128 + signum)
 
             signal.signal(signal.SIGTERM, _on_signal)
             signal.signal(signal.SIGINT, _on_signal)
@@ -82,6 +100,18 @@ def serve(options: ServeOptions, stop: threading.Event | None = None) -> None:
             http_server.server_close()
         if grpc_server is not None:
             grpc_server.stop(grace=2).wait()
+
+
+def _exit_after(seconds: float, code: int) -> None:
+    """End the process after ``seconds`` unless it has ended by then (a shutdown that hangs)."""
+
+    def _later() -> None:
+        time.sleep(seconds)
+        sys.stderr.write(f"pivoter: shutdown took over {seconds:g}s; exiting now\n")
+        sys.stderr.flush()
+        os._exit(code)
+
+    threading.Thread(target=_later, name="shutdown-deadline", daemon=True).start()
 
 
 def _announce(line: str) -> None:

@@ -1,7 +1,8 @@
 """Load a file-based catalog into a :class:`~resolver.catalog.model.Catalog`.
 
 :func:`load_directory` reads an FBC directory exactly as ``opm`` reads it (every non-ignored file,
-each a YAML or concatenated-JSON stream; unknown schemas kept as opaque blobs) and
+each a YAML or concatenated-JSON stream; unknown schemas kept as opaque blobs; every file read
+through :mod:`resolver.catalog.guard`) and
 :func:`load_objects` builds a catalog from objects that arrived some other way (gRPC, HTTP).
 Both raise :class:`~resolver.catalog.errors.CatalogLoadError` with every problem found, each naming
 file and line; they never return a half-loaded catalog. Loading does not validate the catalog's
@@ -20,6 +21,7 @@ from typing import Any
 from resolver.catalog import cache as parsed_cache
 from resolver.catalog.decode import CatalogObject, DecodeError, decode_object
 from resolver.catalog.errors import CatalogLoadError, Problem
+from resolver.catalog.guard import RefusedFile, read_bytes, real_path
 from resolver.catalog.model import Bundle, Catalog, Channel, Deprecation, Meta, Origin, Package
 from resolver.catalog.parse import parse_text
 from resolver.catalog.walk import DEFAULT_MAX_FILE_BYTES, CatalogFile, list_catalog_files
@@ -59,6 +61,7 @@ def _load_directory(
         what = "does not exist" if not os.path.exists(root) else "is not a directory"
         raise CatalogLoadError([Problem(f"{root} {what}", io=True)])
     files, problems = list_catalog_files(root, max_file_bytes=max_file_bytes)
+    real_root = real_path(root)  # where list_catalog_files found the files
     directory = cache_dir or parsed_cache.default_cache_dir()
     cached = parsed_cache.read(directory, root) if use_cache else parsed_cache.FileCache()
     fresh = parsed_cache.FileCache()
@@ -68,7 +71,7 @@ def _load_directory(
         hit = cached.get(ref.relpath, ref.signature)
         if hit is None:
             changed = True
-            hit, file_problems = _load_file(ref)
+            hit, file_problems = _load_file(real_root, ref, max_file_bytes)
             if file_problems:
                 problems.extend(file_problems)
                 continue
@@ -81,12 +84,15 @@ def _load_directory(
     return assemble(objects, name if name is not None else os.path.basename(os.path.abspath(root)))
 
 
-def _load_file(ref: CatalogFile) -> tuple[list[CatalogObject], list[Problem]]:
+def _load_file(
+    root: str, ref: CatalogFile, max_file_bytes: int
+) -> tuple[list[CatalogObject], list[Problem]]:
     try:
-        with open(ref.path, "rb") as f:
-            data = f.read(ref.size + 1)
-    except OSError as err:
-        return [], [Problem(f"cannot read: {err.strerror}", Origin(ref.relpath), io=True)]
+        data = read_bytes(
+            root, ref.path, max_bytes=max_file_bytes, walked=True, expect=(ref.device, ref.inode)
+        )
+    except RefusedFile as err:
+        return [], [Problem(err.message, Origin(ref.relpath), io=err.io)]
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:

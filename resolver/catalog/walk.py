@@ -3,26 +3,31 @@
 Every regular file under the root is part of the catalog, whatever its name, except ``.indexignore``
 files and the files their gitignore-style patterns exclude (a pattern applies below the directory
 holding its ``.indexignore``; later, deeper files win, as with ``github.com/joelanford/ignore``).
-Files are listed in lexical order. Symbolic links to files inside the root are followed; links that
-leave the root, dangle, loop, or point at directories are reported, as are files over the size
-limit. Called by :mod:`resolver.catalog.load`.
+Files are listed in lexical order. Every file, ``.indexignore`` files included, passes
+:mod:`resolver.catalog.guard`: symbolic links to files inside the root are followed; links that
+leave the root, dangle, loop, or point at directories are reported, as are FIFOs, sockets,
+devices and files over the size limit; ``.indexignore`` files have the limits of
+:mod:`resolver.catalog.ignore`. Directories are walked with an explicit stack (no recursion
+limit on deep trees). Called by :mod:`resolver.catalog.load`.
 """
 
 from __future__ import annotations
 
 import os
-import stat
 from dataclasses import dataclass
 
-import pathspec
-
 from resolver.catalog.errors import Problem
+from resolver.catalog.guard import DEFAULT_MAX_FILE_BYTES, RefusedFile, inspect, real_path
+from resolver.catalog.ignore import (
+    INDEX_IGNORE,
+    IgnoreBudget,
+    IgnoreError,
+    IgnoreRules,
+    read_ignore,
+)
 from resolver.catalog.model import Origin
 
-INDEX_IGNORE = ".indexignore"
-DEFAULT_MAX_FILE_BYTES = 256 * 1024 * 1024
-"""Largest catalog file accepted (real per-package files are < 5 MiB; whole rendered catalogs in
-one file reach tens of MiB)."""
+__all__ = ["DEFAULT_MAX_FILE_BYTES", "INDEX_IGNORE", "CatalogFile", "list_catalog_files"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,39 +51,59 @@ def _io_problem(relpath: str, message: str) -> Problem:
     return Problem(message, Origin(relpath), io=True)
 
 
+def _sort_key(entry: os.DirEntry[str]) -> bytes:
+    return entry.name.encode("utf-8", "surrogateescape")
+
+
 def list_catalog_files(
     root: str, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
 ) -> tuple[list[CatalogFile], list[Problem]]:
     """List the catalog files under ``root`` in lexical order, with every problem found."""
-    real_root = os.path.realpath(root)
+    real_root = real_path(root)
     problems: list[Problem] = []
     candidates: list[tuple[str, str]] = []
-    ignores: list[tuple[str, pathspec.GitIgnoreSpec]] = []
+    ignores: dict[str, tuple[int, IgnoreRules]] = {}
+    budget = IgnoreBudget()
+    # Depth first, entries in lexical order: a stack of (directory, relpath) still to list and
+    # of the not-yet-visited entries of the directories being listed.
+    stack: list[tuple[str, list[os.DirEntry[str]]]] = []
 
-    def walk(directory: str, rel: str) -> None:
+    def enter(directory: str, rel: str) -> None:
         try:
             with os.scandir(directory) as it:
-                entries = sorted(it, key=lambda e: e.name.encode("utf-8", "surrogateescape"))
+                entries = sorted(it, key=_sort_key, reverse=True)
         except OSError as err:
             problems.append(_io_problem(rel or ".", f"cannot read directory: {err.strerror}"))
             return
-        for entry in entries:
-            relpath = f"{rel}/{entry.name}" if rel else entry.name
-            try:
-                is_dir = entry.is_dir(follow_symlinks=False)
-            except OSError as err:
-                problems.append(_io_problem(relpath, f"cannot stat: {err.strerror}"))
-                continue
-            if is_dir:
-                walk(entry.path, relpath)
-            elif entry.name == INDEX_IGNORE:
-                spec = _read_ignore(entry.path, relpath, problems)
-                if spec is not None:
-                    ignores.append((rel, spec))
-            else:
-                candidates.append((relpath, entry.path))
+        stack.append((rel, entries))
 
-    walk(real_root, "")
+    enter(real_root, "")
+    while stack:
+        rel, entries = stack[-1]
+        if not entries:
+            stack.pop()
+            continue
+        entry = entries.pop()
+        relpath = f"{rel}/{entry.name}" if rel else entry.name
+        try:
+            is_dir = entry.is_dir(follow_symlinks=False)
+        except OSError as err:
+            problems.append(_io_problem(relpath, f"cannot stat: {err.strerror}"))
+            continue
+        if is_dir:
+            enter(entry.path, relpath)
+        elif entry.name == INDEX_IGNORE:
+            try:
+                ignores[rel] = (
+                    len(ignores),
+                    read_ignore(real_root, entry.path, budget, walked=True),
+                )
+            except IgnoreError as err:
+                origin = Origin(relpath, err.line) if err.line else Origin(relpath)
+                problems.append(Problem(err.message, origin, io=err.io))
+        else:
+            candidates.append((relpath, entry.path))
+
     files = []
     for relpath, path in candidates:
         if _ignored(relpath, ignores):
@@ -89,28 +114,22 @@ def list_catalog_files(
     return files, problems
 
 
-def _read_ignore(path: str, relpath: str, problems: list[Problem]) -> pathspec.GitIgnoreSpec | None:
-    try:
-        with open(path, encoding="utf-8") as f:
-            lines = [ln.strip() for ln in f]
-    except (OSError, UnicodeDecodeError) as err:
-        problems.append(_io_problem(relpath, f"cannot read .indexignore: {err}"))
-        return None
-    return pathspec.GitIgnoreSpec.from_lines([ln for ln in lines if ln and not ln.startswith("#")])
-
-
-def _ignored(relpath: str, ignores: list[tuple[str, pathspec.GitIgnoreSpec]]) -> bool:
-    # The last .indexignore (in walk order) whose patterns say anything about the file decides.
-    for domain, spec in reversed(ignores):
-        if domain:
-            if not relpath.startswith(domain + "/"):
-                continue
-            sub = relpath[len(domain) + 1 :]
-        else:
-            sub = relpath
-        result = spec.check_file(sub)
-        if result.include is not None:
-            return bool(result.include)
+def _ignored(relpath: str, ignores: dict[str, tuple[int, IgnoreRules]]) -> bool:
+    if not ignores:
+        return False
+    # The ignore files of the file's directory and its ancestors apply; the last one read (in
+    # walk order) whose patterns say anything about the file decides.
+    applicable: list[tuple[int, str, IgnoreRules]] = []
+    domain = relpath
+    while domain:
+        domain = domain.rpartition("/")[0]
+        found = ignores.get(domain)
+        if found is not None:
+            applicable.append((found[0], domain, found[1]))
+    for _, domain, rules in sorted(applicable, key=lambda a: a[0], reverse=True):
+        verdict = rules.verdict(relpath[len(domain) + 1 :] if domain else relpath)
+        if verdict is not None:
+            return verdict
     return False
 
 
@@ -118,36 +137,8 @@ def _stat_file(
     real_root: str, relpath: str, path: str, max_file_bytes: int, problems: list[Problem]
 ) -> CatalogFile | None:
     try:
-        lst = os.lstat(path)
-        if stat.S_ISLNK(lst.st_mode):
-            target = os.path.realpath(path)
-            if os.path.commonpath([real_root, target]) != real_root:
-                problems.append(
-                    _io_problem(relpath, f"symbolic link leaves the catalog root (-> {target})")
-                )
-                return None
-        st = os.stat(path)
-    except OSError as err:
-        if err.errno == 40:  # ELOOP
-            problems.append(_io_problem(relpath, "symbolic link loop"))
-        else:
-            problems.append(_io_problem(relpath, f"cannot stat: {err.strerror}"))
-        return None
-    if stat.S_ISDIR(st.st_mode):
-        problems.append(
-            _io_problem(relpath, "symbolic link to a directory: not followed (opm cannot read it)")
-        )
-        return None
-    if not stat.S_ISREG(st.st_mode):
-        problems.append(_io_problem(relpath, "not a regular file"))
-        return None
-    if st.st_size > max_file_bytes:
-        problems.append(
-            Problem(
-                f"file is {st.st_size:,} bytes, over the {max_file_bytes:,}-byte limit for one "
-                "catalog file",
-                Origin(relpath),
-            )
-        )
+        st = inspect(real_root, path, max_bytes=max_file_bytes, walked=True)
+    except RefusedFile as err:
+        problems.append(Problem(err.message, Origin(relpath), io=err.io))
         return None
     return CatalogFile(relpath, path, st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)

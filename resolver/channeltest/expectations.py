@@ -19,12 +19,14 @@ file; :func:`check_expectations` turns each statement that does not hold into an
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
+from resolver import safedata
+from resolver.catalog.guard import read_text
 from resolver.channeltest.findings import Finding, finding
 from resolver.channeltest.graph import ChannelGraph
 from resolver.channeltest.report import Report
@@ -45,6 +47,14 @@ KINDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "max_path_length": (("channel", "steps"), ("from",)),
 }
 """Every statement kind with its required and optional keys."""
+
+
+_STEPS = re.compile(r"[0-9]{1,9}\Z")
+"""A path length: ASCII digits, few enough that ``int()`` is quick and never refuses them."""
+
+
+MAX_EXPECTATIONS_BYTES = 16 * 1024 * 1024
+"""Largest expectations file read."""
 
 
 class ExpectationError(ValueError):
@@ -70,11 +80,18 @@ class Expectation:
 def load_expectations(path: str) -> list[Expectation]:
     """Read and check the shape of an expectations file."""
     try:
-        with open(path, encoding="utf-8") as f:
-            doc = yaml.safe_load(f)
-    except OSError as err:
+        # Through the catalog file guard: no FIFO, device or huge file.
+        doc = safedata.load_yaml(
+            read_text(
+                os.path.dirname(os.path.realpath(path)),  # a file named by the user: links ok
+                path,
+                max_bytes=MAX_EXPECTATIONS_BYTES,
+                what="expectations file",
+            )
+        )
+    except OSError as err:  # RefusedFile included
         raise ExpectationError(f"{path}: cannot read: {err.strerror}") from None
-    except yaml.YAMLError as err:
+    except safedata.SafeDataError as err:
         raise ExpectationError(f"{path}: not valid YAML: {err}") from None
     return parse_expectations(doc, path)
 
@@ -114,8 +131,8 @@ def parse_expectations(doc: Any, source: str = "expectations") -> list[Expectati
         if not package:
             raise ExpectationError(f"{where}: no package (give 'package' here or at the top)")
         args = {k: str(v) for k, v in body.items() if k not in ("package", "channel")}
-        if kind == "max_path_length" and not args["steps"].isdigit():
-            raise ExpectationError(f"{where}: steps must be a whole number")
+        if kind == "max_path_length" and not _STEPS.match(args["steps"]):
+            raise ExpectationError(f"{where}: steps must be a whole number (at most 9 digits)")
         out.append(Expectation(kind, package, str(body["channel"]), args, i))
     return out
 

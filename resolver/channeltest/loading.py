@@ -12,6 +12,7 @@ import os
 
 from resolver.catalog.decode import CatalogObject
 from resolver.catalog.errors import CatalogLoadError, Problem
+from resolver.catalog.guard import read_text
 from resolver.catalog.load import assemble, load_directory, load_file_objects
 from resolver.catalog.model import Catalog
 from resolver.catalog.walk import list_catalog_files
@@ -32,9 +33,8 @@ def load_for_test(path: str, *, use_cache: bool = True) -> tuple[Catalog, list[P
     objects: list[CatalogObject] = []
     for ref in files:
         try:
-            with open(ref.path, "rb") as f:
-                text = f.read().decode("utf-8")
-        except (OSError, UnicodeDecodeError):
+            text = read_text(path, ref.path)
+        except OSError:  # RefusedFile included
             continue  # the first load's problems already name this file
         found, _ = load_file_objects(text, ref.relpath)
         objects.extend(found)

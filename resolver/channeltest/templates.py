@@ -25,9 +25,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
+from resolver import safedata
 from resolver.catalog.decode import CatalogObject, DecodeError, decode_object
+from resolver.catalog.errors import CatalogLoadError, Problem
+from resolver.catalog.guard import RefusedFile, read_text
 from resolver.catalog.load import assemble
 from resolver.catalog.model import (
     PROP_PACKAGE,
@@ -68,22 +69,45 @@ def template_schema(doc: Any) -> str:
     return ""
 
 
+def _yaml_files(root: str) -> list[str]:
+    """YAML/JSON files below ``root`` in ``os.walk`` order, without recursion (3.11's ``os.walk``
+    recurses once per level: a tree 1000 directories deep raised RecursionError)."""
+    found: list[str] = []
+    stack = [root]
+    while stack:
+        directory = stack.pop()
+        try:
+            with os.scandir(directory) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            continue
+        subdirs = []
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            if is_dir:
+                if not entry.is_symlink():  # os.walk does not follow directory links
+                    subdirs.append(entry.path)
+            elif entry.name.endswith((".yaml", ".yml", ".json")):
+                found.append(entry.path)
+        stack.extend(reversed(subdirs))
+    return found
+
+
 def find_templates(root: str) -> list[str]:
     """Every YAML/JSON file under ``root`` (or ``root`` itself) holding a template, sorted."""
     paths = [root] if os.path.isfile(root) else []
-    for directory, dirs, files in os.walk(root):
-        dirs.sort()
-        paths.extend(
-            os.path.join(directory, f)
-            for f in sorted(files)
-            if f.endswith((".yaml", ".yml", ".json"))
-        )
+    base = os.path.dirname(os.path.realpath(root)) if paths else root
+    paths.extend(_yaml_files(root))
     out = []
     for path in paths:
         try:
-            with open(path, encoding="utf-8") as f:
-                docs = list(yaml.load_all(f, Loader=yaml.CSafeLoader))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            # Through the catalog file guard: no FIFO, device, link out of ``root``, huge file.
+            text = read_text(base, path, what="template")
+            docs = safedata.load_yaml_all(text, go_yaml=True)
+        except (OSError, safedata.SafeDataError):
             continue
         if any(template_schema(d) for d in docs):
             out.append(path)
@@ -131,8 +155,15 @@ def expand_file(
     ``legacy_skips`` reproduces older opm releases' semver template (see the module text).
     """
     rel = relpath or path
-    with open(path, encoding="utf-8") as f:
-        docs = list(yaml.load_all(f, Loader=yaml.CSafeLoader))
+    try:
+        # Found inside a directory by find_templates, or named by the user: links are fine here.
+        text = read_text(os.path.dirname(os.path.realpath(path)), path, what="template")
+    except RefusedFile as err:
+        raise CatalogLoadError([Problem(f"{rel}: {err}", io=err.io)]) from None
+    try:
+        docs = safedata.load_yaml_all(text, go_yaml=True)
+    except safedata.SafeDataError as err:
+        raise CatalogLoadError([Problem(f"{rel}: {err}")]) from None
     images = _Images(references)
     out = []
     for doc in docs:

@@ -58,7 +58,9 @@ class CatalogServer:
         self.directory = directory
         self.reloader = Reloader(str(directory), name="test", poll_interval=0.1)
         self.reloader.start()
-        self.grpc, port = build_server(self.reloader.view, address="127.0.0.1:0")
+        self.grpc, port = build_server(
+            self.reloader.view, address="127.0.0.1:0", stale=self.reloader.stale_reason
+        )
         self.grpc.start()
         self.address = f"127.0.0.1:{port}"
         self.http = CatalogHTTPServer(
@@ -66,6 +68,7 @@ class CatalogServer:
             name="test",
             snapshot=lambda: self.reloader.current,
             metrics=self.reloader.metrics_registry,
+            stale=self.reloader.stale_reason,
         )
         self.http.serve_in_thread()
         self.url = f"http://127.0.0.1:{self.http.server_address[1]}/catalogs/test"

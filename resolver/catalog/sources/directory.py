@@ -1,4 +1,5 @@
-"""A catalog source for a file-based catalog directory: delegates to the shared loader.
+"""A catalog source for a file-based catalog directory: delegates to the shared loader (every file
+of the directory, ``.indexignore`` included, read through :mod:`resolver.catalog.guard`).
 
 Opened by :func:`resolver.catalog.sources.open_source` for paths and ``file://`` URLs.
 """
