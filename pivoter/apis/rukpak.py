@@ -89,6 +89,10 @@ def _auth() -> Schema:
             "insecureSkipVerify": boolean(
                 "Accept any server certificate and host name. For testing only."
             ),
+            "insecureSendCredentials": boolean(
+                "pivoter: send the Secret's username/password over plain http to a host other "
+                "than loopback (they travel unencrypted). Off: such a source is refused."
+            ),
         },
     )
 

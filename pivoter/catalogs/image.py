@@ -12,7 +12,7 @@ labelled directory is loaded, and the directory is removed. Built by
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import posixpath
 import tempfile
 from io import BytesIO
@@ -27,6 +27,7 @@ from provisioners.sources.image import ImageSource
 from provisioners.sources.pull_secret import credentials_for
 from provisioners.sources.reference import parse_reference
 from provisioners.sources.registry import INDEX_TYPES, MANIFEST_TYPES, Manifest, RegistryClient
+from resolver import safedata
 from resolver.catalog.errors import CatalogLoadError
 from resolver.catalog.load import load_directory
 from resolver.catalog.model import Catalog
@@ -115,8 +116,11 @@ class ImageCatalogSource:
             spec = ImageSpec(
                 pinned, pull_secret=self.pull_secret, ca_pem=self.ca_pem, platform=self.platform
             )
+            # The layers' pull gets what is left of this fetch's deadline, not a fresh one.
+            left = client.deadline_left()
+            options = dataclasses.replace(self.options, deadline_seconds=max(left, 0.001))
             try:
-                ImageSource().fetch(spec, root, self.options)
+                ImageSource().fetch(spec, root, options)
             except ProvisionerError as exc:
                 raise FetchFailed(f"image {self.spec}: {exc}") from exc
             path = root / directory
@@ -177,6 +181,6 @@ class ImageCatalogSource:
         sink = BytesIO()
         client.blob(digest, size, sink)  # verifies size and digest
         try:
-            return json.loads(sink.getvalue())
+            return safedata.load_json(sink.getvalue())
         except ValueError as exc:
             raise InvalidCatalog(f"image {self.spec}: its config is not JSON: {exc}") from exc

@@ -179,10 +179,18 @@ def _http(
             token=token,
             timeout=settings.timeout,
             deadline=settings.deadline,
+            insecure_send_token=bool(spec.get("insecureSendToken")),
+            token_opt_in="spec.source.http.insecureSendToken",
         )
     except SourceError as exc:
         raise InvalidCatalog(f"spec.source.http.url: {exc.reason}") from exc
-    key = _key("http", url, hashlib.sha256(ca or b"").hexdigest(), token or "")
+    key = _key(
+        "http",
+        url,
+        hashlib.sha256(ca or b"").hexdigest(),
+        token or "",
+        str(bool(spec.get("insecureSendToken"))),
+    )
     return BuiltSource(source, key, f"HTTP {url}")
 
 

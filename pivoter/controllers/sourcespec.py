@@ -114,6 +114,7 @@ def _git(git: Mapping[str, Any], read: ObjectReader) -> GitSpec:
             ssh_known_hosts=data.get("ssh-knownhosts"),
             ca_pem=data.get("ca.crt"),
             insecure_skip_verify=bool(auth_spec.get("insecureSkipVerify")),
+            allow_plain_http_credentials=bool(auth_spec.get("insecureSendCredentials")),
         )
     return GitSpec(
         repository=repository,
@@ -135,6 +136,7 @@ def _http(http: Mapping[str, Any], read: ObjectReader) -> HttpSpec:
         password=_text(data.get("password")),
         ca_pem=data.get("ca.crt"),
         insecure_skip_tls_verify=bool(auth_spec.get("insecureSkipVerify")),
+        allow_plain_http_credentials=bool(auth_spec.get("insecureSendCredentials")),
     )
 
 

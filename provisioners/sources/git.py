@@ -3,18 +3,25 @@
 
 Shells out to the ``git`` CLI in a sanitized environment: no system or global config, no
 terminal prompts, only the http(s), ssh and git protocols (never ``ext::`` or local paths), no
-hooks, timeouts on every step. https credentials reach git through an askpass helper that reads
-them from the environment (never the command line or a config file); ssh uses the given private
-key and known hosts with strict host key checking. The tree is exported with ``git archive`` and
+hooks. Every git process of a fetch shares one overall deadline (``deadline_seconds``) and runs
+in its own process group, killed whole when the deadline passes (a server that drips bytes keeps
+git's low-speed check happy, not the deadline). https credentials reach git through an askpass
+helper that reads them from the environment (never the command line or a config file) and answers
+only prompts for the repository's own scheme and host, so a redirect to another host or to plain
+http gets nothing; they are refused over plain http to a host other than loopback unless
+``allow_plain_http_credentials`` is set. ssh uses the given private key and known hosts with
+strict host key checking. The tree is exported with ``git archive`` and
 goes through :class:`provisioners.unpack.Unpacker`, so repository symlinks that leave the bundle
 are refused like any other archive's. Called via :func:`provisioners.sources.fetch`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
+import signal
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -31,10 +38,22 @@ from provisioners.errors import (
 )
 from provisioners.sources.base import FetchOptions, FetchResult
 from provisioners.unpack import Compression, Unpacker
+from resolver.net import Budget, InsecureCredentials, check_credential_transport
+
+GIT_CREDENTIALS_OPT_IN = "spec.source.git.auth.insecureSendCredentials"
+"""The field that allows a username/password over plain http to another machine."""
 
 _COMMIT = re.compile(r"^([0-9a-f]{40}|[0-9a-f]{64})$")
 _SCP_LIKE = re.compile(r"^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:(?!//)")
 _ASKPASS = """#!/bin/sh
+# Answer only prompts for the repository's own origin: git names it as 'scheme://[user@]host'.
+url=${1#*"'"}
+url=${url%"'"*}
+scheme=${url%%://*}
+host=${url#*://}
+host=${host##*@}
+host=${host%%/*}
+[ "$scheme" = "$PIVOTER_GIT_SCHEME" ] && [ "$host" = "$PIVOTER_GIT_HOST" ] || exit 1
 case "$1" in
   Username*) [ -n "${PIVOTER_GIT_USERNAME+x}" ] || exit 1; printf '%s\\n' "$PIVOTER_GIT_USERNAME" ;;
   Password*) [ -n "${PIVOTER_GIT_PASSWORD+x}" ] || exit 1; printf '%s\\n' "$PIVOTER_GIT_PASSWORD" ;;
@@ -119,6 +138,8 @@ class GitAuth:
     ssh_known_hosts: bytes | None = None
     ca_pem: bytes | None = None
     insecure_skip_verify: bool = False
+    allow_plain_http_credentials: bool = False
+    """Send username/password over plain http to a host other than loopback (explicit opt-in)."""
 
     def __repr__(self) -> str:
         return f"GitAuth(username={self.username!r}, secrets=<redacted>)"
@@ -188,16 +209,22 @@ class GitSource:
         """Fetch ``spec.ref`` shallowly and unpack ``spec.directory`` of it into ``dest``."""
         transport, refspec, directory = _validate(spec)
         auth = spec.auth or GitAuth()
+        _check_credentials(spec, auth)
+        budget = Budget(options.deadline_seconds, stall=options.deadline_seconds)
         with tempfile.TemporaryDirectory(prefix=".git-", dir=dest.parent) as scratch_name:
             scratch = Path(scratch_name)
             env = self._environment(scratch, transport, auth, options)
+            if transport in ("http", "https"):
+                url = urlsplit(spec.repository)
+                env["PIVOTER_GIT_SCHEME"] = url.scheme
+                env["PIVOTER_GIT_HOST"] = url.netloc.rpartition("@")[2]
             repo = scratch / "repo.git"
-            self._run(["init", "--quiet", "--bare", str(repo)], env, options, spec)
-            self._fetch(repo, refspec, spec, env, options)
+            self._run(["init", "--quiet", "--bare", str(repo)], env, budget, spec)
+            self._fetch(repo, refspec, spec, env, budget)
             commit = self._run(
                 ["-C", str(repo), "rev-parse", "--verify", "--quiet", "FETCH_HEAD^{commit}"],
                 env,
-                options,
+                budget,
                 spec,
             ).strip()
             if spec.ref.commit and commit != spec.ref.commit:
@@ -205,12 +232,8 @@ class GitSource:
                     f"fetched {commit} but commit {spec.ref.commit} was asked for"
                 )
             treeish = f"{commit}:{'/'.join(directory)}" if directory else f"{commit}^{{tree}}"
-            kind = subprocess.run(
-                [self._git, "-C", str(repo), "cat-file", "-t", treeish],
-                env=env,
-                capture_output=True,
-                timeout=options.timeout_seconds,
-                check=False,
+            kind = _run_bounded(
+                [self._git, "-C", str(repo), "cat-file", "-t", treeish], env, budget, spec
             )
             if kind.stdout.strip() != b"tree":
                 raise SourceNotFoundError(
@@ -309,9 +332,7 @@ class GitSource:
             env["GIT_SSH_VARIANT"] = "ssh"
         return env
 
-    def _run(
-        self, args: list[str], env: dict[str, str], options: FetchOptions, spec: GitSpec
-    ) -> str:
+    def _run(self, args: list[str], env: dict[str, str], budget: Budget, spec: GitSpec) -> str:
         command = [
             self._git,
             "-c",
@@ -322,19 +343,7 @@ class GitSource:
             "protocol.version=2",
             *args,
         ]
-        try:
-            done = subprocess.run(
-                command,
-                env=env,
-                capture_output=True,
-                timeout=options.deadline_seconds,
-                check=False,
-                stdin=subprocess.DEVNULL,
-            )
-        except subprocess.TimeoutExpired as exc:
-            raise SourceUnavailableError(
-                f"git timed out after {options.deadline_seconds:g}s on {_redact(spec.repository)}"
-            ) from exc
+        done = _run_bounded(command, env, budget, spec)
         if done.returncode != 0:
             raise self._diagnose(done.stderr.decode(errors="replace"), spec)
         return done.stdout.decode()
@@ -354,12 +363,12 @@ class GitSource:
         refspec: str,
         spec: GitSpec,
         env: dict[str, str],
-        options: FetchOptions,
+        budget: Budget,
     ) -> None:
         # FETCH_HEAD is how the fetched commit is read back.
         base = ["-C", str(repo), "fetch", "--quiet", "--no-tags"]
         try:
-            self._run([*base, "--depth", "1", "--", spec.repository, refspec], env, options, spec)
+            self._run([*base, "--depth", "1", "--", spec.repository, refspec], env, budget, spec)
         except SourceNotFoundError:
             if not spec.ref.commit:
                 raise
@@ -373,15 +382,14 @@ class GitSource:
                     "+refs/tags/*:refs/tags/*",
                 ],
                 env,
-                options,
+                budget,
                 spec,
             )
-            found = subprocess.run(
+            found = _run_bounded(
                 [self._git, "-C", str(repo), "cat-file", "-e", f"{spec.ref.commit}^{{commit}}"],
-                env=env,
-                capture_output=True,
-                check=False,
-                timeout=options.timeout_seconds,
+                env,
+                budget,
+                spec,
             )
             if found.returncode != 0:
                 raise SourceNotFoundError(
@@ -418,3 +426,64 @@ class GitSource:
             process.stderr.close()
         if process.returncode != 0:
             raise SourceError(f"git archive failed: {stderr.decode(errors='replace').strip()}")
+
+
+def _check_credentials(spec: GitSpec, auth: GitAuth) -> None:
+    """Refuse a username/password bound for plain http on another machine without the opt-in."""
+    parts = urlsplit(spec.repository)
+    if parts.scheme != "http":
+        return
+    if auth.username is None and auth.password is None and parts.username is None:
+        return
+    try:
+        check_credential_transport(
+            spec.repository,
+            allowed=auth.allow_plain_http_credentials,
+            flag=GIT_CREDENTIALS_OPT_IN,
+            what="the git credentials",
+        )
+    except InsecureCredentials as exc:
+        raise AuthenticationError(str(exc)) from None
+
+
+def _run_bounded(
+    command: list[str], env: dict[str, str], budget: Budget, spec: GitSpec
+) -> subprocess.CompletedProcess[bytes]:
+    """Run ``command`` in its own process group within what is left of the fetch's deadline.
+
+    On the deadline the whole group is killed (git's transport helpers and ssh too, which
+    ``subprocess.run``'s timeout would leave running).
+    """
+    where = _redact(spec.repository)
+    left = budget.remaining()
+    if left <= 0:
+        raise SourceUnavailableError(f"git passed its {budget.deadline:g}s deadline on {where}")
+    process = subprocess.Popen(
+        command,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        stdout, stderr = process.communicate(timeout=left)
+    except subprocess.TimeoutExpired:
+        _kill_group(process)
+        raise SourceUnavailableError(
+            f"git timed out after {budget.deadline:g}s on {where}: the server is too slow"
+        ) from None
+    except BaseException:
+        _kill_group(process)
+        raise
+    return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    try:
+        process.communicate(timeout=5)
+    except subprocess.TimeoutExpired:  # pragma: no cover - a child that left the group
+        process.kill()
+        process.wait()

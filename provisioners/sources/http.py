@@ -1,6 +1,9 @@
 """The http source: download a tar.gz over http(s) and unpack it (rukpak ``source.http``).
 
-Basic auth and a custom CA are supported; the body must come with HTTP 200 and is streamed
+Basic auth and a custom CA are supported; credentials never go over plain http to a host other
+than loopback unless ``allow_plain_http_credentials`` is set, nor to another origin a redirect
+leads to. Every read obeys one deadline for the whole download (see
+:mod:`provisioners.sources.http_client`). The body must come with HTTP 200 and is streamed
 straight into :class:`provisioners.unpack.Unpacker` (gzip, zstd or plain tar, detected from the
 first bytes). The resolved source is the URL and the revision is the sha256 of the bytes
 received, so a changed tarball shows as a new revision. Called via
@@ -25,8 +28,11 @@ from provisioners.errors import (
 )
 from provisioners.sources.base import FetchOptions, FetchResult
 from provisioners.sources.http_client import HttpClient, Response, TlsOptions
-from provisioners.sources.reference import LOOPBACK_HOSTS
 from provisioners.unpack import Unpacker
+from resolver.net import is_loopback
+
+HTTP_CREDENTIALS_OPT_IN = "spec.source.http.auth.insecureSendCredentials"
+"""The field that allows basic credentials over plain http to another machine."""
 
 
 @dataclass(frozen=True)
@@ -38,6 +44,8 @@ class HttpSpec:
     password: str | None = None
     ca_pem: bytes | None = None
     insecure_skip_tls_verify: bool = False
+    allow_plain_http_credentials: bool = False
+    """Send the credentials over plain http to a host other than loopback (explicit opt-in)."""
 
     def __repr__(self) -> str:
         return f"HttpSpec(url={self.url!r}, username={self.username!r}, password=<redacted>)"
@@ -74,7 +82,7 @@ class HttpSource:
         warnings = []
         headers = {"Accept": "application/gzip, application/x-gzip, application/octet-stream"}
         if spec.username is not None:
-            if parts.scheme == "http" and parts.hostname not in LOOPBACK_HOSTS:
+            if parts.scheme == "http" and not is_loopback(parts.hostname):
                 warnings.append(
                     f"credentials for {parts.hostname} are sent over plain http; use https"
                 )
@@ -84,6 +92,8 @@ class HttpSource:
             TlsOptions(spec.ca_pem, spec.insecure_skip_tls_verify),
             timeout=options.timeout_seconds,
             deadline=options.deadline_seconds,
+            allow_plain_http_credentials=spec.allow_plain_http_credentials,
+            credentials_opt_in=HTTP_CREDENTIALS_OPT_IN,
         )
         with client.request("GET", spec.url, headers) as response:
             status = response.status

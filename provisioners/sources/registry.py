@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import re
 from dataclasses import dataclass
 from typing import IO, Any
@@ -26,6 +25,7 @@ from provisioners.errors import (
 from provisioners.sources.http_client import HttpClient, Response
 from provisioners.sources.pull_secret import BasicCredentials
 from provisioners.sources.reference import ImageReference
+from resolver import safedata
 
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
 DOCKER_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
@@ -76,6 +76,10 @@ class RegistryClient:
         self._credentials = credentials
         self._authorization: str | None = None
 
+    def deadline_left(self) -> float:
+        """Seconds left of the deadline shared by this client's requests."""
+        return self._http.budget.remaining()
+
     # -- auth --------------------------------------------------------------------------------
 
     def _basic(self) -> str:
@@ -125,7 +129,7 @@ class RegistryClient:
                     f"{response.status}"
                 )
             try:
-                body = json.loads(response.read_all(1 << 20))
+                body = safedata.load_json(response.read_all(1 << 20))
             except ValueError as exc:
                 raise SourceError(
                     f"the token service of {self._reference.registry} sent invalid JSON"
@@ -161,7 +165,7 @@ class RegistryClient:
     def _error(self, status: int, body: bytes, what: str) -> SourceError:
         codes: list[str] = []
         try:
-            document = json.loads(body)
+            document = safedata.load_json(body)
             codes = [str(e.get("code")) for e in document.get("errors", []) if isinstance(e, dict)]
         except (ValueError, AttributeError):
             pass
@@ -211,7 +215,7 @@ class RegistryClient:
                 f"but the manifest's digest is {digest}"
             )
         try:
-            document = json.loads(body)
+            document = safedata.load_json(body)
         except ValueError as exc:
             raise SourceError(f"{what} is not valid JSON: {exc}") from exc
         if not isinstance(document, dict):

@@ -28,7 +28,8 @@ __all__ = [
 
 def open_source(spec: str, **options: Any) -> CatalogSource:
     """Return the source for ``spec``; ``options`` go to its constructor (e.g. ``timeout``,
-    ``ca_file``, ``token``, ``max_bytes``, ``max_message_bytes``, ``name``)."""
+    ``deadline``, ``ca_file``, ``token``, ``insecure_send_token``, ``max_bytes``,
+    ``max_message_bytes``, ``name``)."""
     if spec.startswith(("http://", "https://")):
         return CatalogdSource(spec, **options)
     if spec.startswith(("grpc://", "grpcs://")):

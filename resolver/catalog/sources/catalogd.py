@@ -4,7 +4,10 @@
 line decoded as it arrives and the catalog built only once the whole body has been read and
 checked, so a dropped or garbled stream never yields a partial catalog. ``If-Modified-Since``
 avoids re-reading an unchanged catalog. ``<base>/api/v1/metas`` is queried where the server
-offers it. https with a custom CA bundle and a bearer token are supported. Opened by
+offers it. https with a custom CA bundle and a bearer token are supported; the token is never
+sent over plain http to a host other than loopback unless ``insecure_send_token`` is set. Every
+fetch has one :class:`resolver.net.Budget` (overall deadline, stall timeout, byte cap) under every
+socket read, and lines are split in linear time with a cap on one line. Opened by
 :func:`resolver.catalog.sources.open_source` for ``http://`` and ``https://`` addresses.
 """
 
@@ -13,18 +16,26 @@ from __future__ import annotations
 import hashlib
 import http.client
 import ssl
-import time
 import urllib.parse
 import zlib
 from collections.abc import Iterator
 from typing import Any
 
-import orjson
-
+from resolver import safedata
 from resolver.catalog.errors import CatalogLoadError
 from resolver.catalog.load import load_objects
 from resolver.catalog.model import JSON, Catalog, Origin
 from resolver.catalog.sources.base import SourceError
+from resolver.catalog.sources.stale import STALE_HEADER
+from resolver.net import (
+    Budget,
+    InsecureCredentials,
+    LineSplitter,
+    LineTooLong,
+    NetError,
+    check_credential_transport,
+    open_connection,
+)
 
 DEFAULT_TIMEOUT = 30.0
 """Seconds to wait for a connection or for the next bytes of a response (a stall)."""
@@ -52,22 +63,36 @@ class CatalogdSource:
         deadline: float = DEFAULT_DEADLINE,
         max_bytes: int = DEFAULT_MAX_BYTES,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        insecure_send_token: bool = False,
+        token_opt_in: str = "--insecure-send-token",
     ) -> None:
         self.spec = base_url
         self.base_url = base_url.rstrip("/")
         parts = urllib.parse.urlsplit(self.base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise SourceError(base_url, "not an http(s) URL")
+        try:
+            parts.port  # noqa: B018 - raises for a port that is not a number in range
+        except ValueError as err:
+            raise SourceError(base_url, f"invalid port: {err}") from None
         self._parts = parts
         # Default name: the last path segment, as in catalogd's /catalogs/<name>.
         self.name = name if name is not None else parts.path.rstrip("/").rsplit("/", 1)[-1]
         self.ca_file = ca_file
         self.token = token
+        self.insecure_send_token = insecure_send_token
+        """Send the token over plain http to a non-loopback host (the user's explicit opt-in)."""
+        self.token_opt_in = token_opt_in
+        """How the user gives that opt-in, for the error that refuses it."""
+        self._check_token_transport()
         self.timeout = timeout
         self.deadline = deadline
         self.max_bytes = max_bytes
         self.fetched_bytes = 0
         """Body bytes the last fetch received on the wire (0 for a 304 Not Modified)."""
+        self.stale: str | None = None
+        """Why the server says the content it served at the last fetch is stale (its
+        ``X-Pivoter-Stale`` header, :mod:`.stale`); None when it did not say so."""
         self.max_line_bytes = max_line_bytes
         self._digest: str | None = None
         self._last_modified: str | None = None
@@ -79,51 +104,81 @@ class CatalogdSource:
         """sha256 of the uncompressed body of the last fetch."""
         return self._digest
 
-    def _connection(self) -> http.client.HTTPConnection:
-        host = self._parts.hostname or ""
-        port = self._parts.port
-        if self._parts.scheme == "https":
-            context = ssl.create_default_context(cafile=self.ca_file)
-            return http.client.HTTPSConnection(host, port, timeout=self.timeout, context=context)
-        return http.client.HTTPConnection(host, port, timeout=self.timeout)
+    def _budget(self) -> Budget:
+        """The limits of one fetch: deadline, stall timeout and bytes on the wire."""
+        return Budget(
+            self.deadline,
+            stall=self.timeout,
+            max_bytes=self.max_bytes + (1 << 20),
+            peer=self._parts.netloc,
+        )
+
+    def _check_token_transport(self) -> None:
+        """Refuse a token bound for plain http on another machine without the opt-in."""
+        if not self.token:
+            return
+        try:
+            check_credential_transport(
+                self.base_url,
+                allowed=self.insecure_send_token,
+                flag=self.token_opt_in,
+                what="the bearer token",
+            )
+        except InsecureCredentials as err:
+            raise SourceError(self.spec, str(err)) from None
 
     def _request(
-        self, path: str, headers: dict[str, str]
+        self, path: str, headers: dict[str, str], budget: Budget
     ) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
         headers = {"Accept-Encoding": "gzip", "Accept": "application/jsonl", **headers}
         if self.token:
+            self._check_token_transport()
             headers["Authorization"] = f"Bearer {self.token}"
-        conn = self._connection()
+        context = None
+        if self._parts.scheme == "https":
+            try:
+                context = ssl.create_default_context(cafile=self.ca_file)
+            except (OSError, ssl.SSLError) as err:
+                raise SourceError(self.spec, f"cannot load the CA file: {err}") from None
+        conn = open_connection(
+            self._parts.scheme,
+            self._parts.hostname or "",
+            self._parts.port,
+            budget,
+            context=context,
+        )
         try:
             conn.request("GET", path, headers=headers)
             return conn, conn.getresponse()
+        except NetError as err:
+            conn.close()
+            raise SourceError(self.spec, str(err)) from None
         except ssl.SSLError as err:
             conn.close()
             raise SourceError(self.spec, f"TLS error: {err}") from None
-        except TimeoutError:
-            conn.close()
-            raise SourceError(self.spec, f"no answer within {self.timeout:g}s") from None
         except (OSError, http.client.HTTPException) as err:
             conn.close()
             raise SourceError(self.spec, f"cannot connect: {err}") from None
 
     def _lines(self, response: http.client.HTTPResponse, url: str) -> Iterator[bytes]:
-        """Yield the body's lines (without newline), enforcing size, stall and deadline limits."""
+        """Yield the body's lines (without newline), enforcing size and line limits.
+
+        Time (deadline, stalls) is bounded by the connection's budget under every read.
+        Splitting is linear: only the unfinished last line is kept, and refused past
+        ``max_line_bytes``.
+        """
         encoding = (response.getheader("Content-Encoding") or "identity").lower()
         if encoding not in ("gzip", "identity"):
             raise SourceError(url, f"unsupported Content-Encoding {encoding!r}")
         inflate = zlib.decompressobj(wbits=31) if encoding == "gzip" else None
-        started = time.monotonic()
         total = 0
-        pending = b""
+        splitter = LineSplitter(self.max_line_bytes)
         hasher = hashlib.sha256()
         while True:
-            if time.monotonic() - started > self.deadline:
-                raise SourceError(url, f"download took longer than {self.deadline:g}s")
             try:
                 raw = response.read1(_CHUNK)
-            except TimeoutError:
-                raise SourceError(url, f"stalled: no data for {self.timeout:g}s") from None
+            except NetError as err:
+                raise SourceError(url, str(err)) from None
             except (OSError, http.client.HTTPException) as err:
                 raise SourceError(url, f"connection dropped mid-stream: {err!r}") from None
             if not raw:
@@ -142,14 +197,16 @@ class CatalogdSource:
             if total > self.max_bytes:
                 raise SourceError(url, f"catalog is larger than {self.max_bytes} bytes")
             hasher.update(data)
-            pending += data
-            *complete, pending = pending.split(b"\n")
-            if len(pending) > self.max_line_bytes:
-                raise SourceError(url, f"an object is larger than {self.max_line_bytes} bytes")
+            try:
+                complete = splitter.feed(data)
+            except LineTooLong:
+                raise SourceError(
+                    url, f"an object is larger than {self.max_line_bytes} bytes"
+                ) from None
             yield from complete
         if inflate is not None and not inflate.eof:
             raise SourceError(url, "connection dropped mid-stream (gzip stream is incomplete)")
-        if pending.strip():
+        if splitter.finish().strip():
             raise SourceError(url, "connection dropped mid-stream (last line is incomplete)")
         self._body_digest = hasher.hexdigest()
 
@@ -159,9 +216,9 @@ class CatalogdSource:
             if not line.strip():
                 continue
             try:
-                blob = orjson.loads(line)
-            except orjson.JSONDecodeError as err:
-                raise SourceError(url, f"line {number} is not JSON: {err}") from None
+                blob = safedata.load_json(line)
+            except safedata.SafeDataError as err:
+                raise SourceError(url, f"line {number} is not JSON: {err.reason}") from None
             if not isinstance(blob, dict):
                 raise SourceError(url, f"line {number} is not a JSON object")
             objects.append((blob, Origin(url, number)))
@@ -169,7 +226,10 @@ class CatalogdSource:
 
     def _check_status(self, response: http.client.HTTPResponse, url: str) -> None:
         if response.status != 200:
-            detail = response.read(512).decode("utf-8", "replace").strip()
+            try:
+                detail = " ".join(response.read1(512).decode("utf-8", "replace").split())
+            except (NetError, OSError, http.client.HTTPException):
+                detail = ""
             raise SourceError(url, f"HTTP {response.status} {response.reason}: {detail}")
         content_type = (response.getheader("Content-Type") or "").split(";")[0].strip()
         if content_type and content_type not in ("application/jsonl", "application/json"):
@@ -182,8 +242,12 @@ class CatalogdSource:
         if self._last_modified and self._catalog is not None:
             headers["If-Modified-Since"] = self._last_modified
         self.fetched_bytes = 0
-        conn, response = self._request(self._parts.path.rstrip("/") + "/api/v1/all", headers)
+        conn, response = self._request(
+            self._parts.path.rstrip("/") + "/api/v1/all", headers, self._budget()
+        )
         try:
+            # Read on 304s too: a server can turn stale (or recover) without new content.
+            self.stale = response.getheader(STALE_HEADER) or None
             if response.status == 304 and self._catalog is not None:
                 return self._catalog
             self._check_status(response, url)
@@ -211,7 +275,7 @@ class CatalogdSource:
         )
         path = self._parts.path.rstrip("/") + "/api/v1/metas" + (f"?{query}" if query else "")
         url = f"{self.base_url}/api/v1/metas"
-        conn, response = self._request(path, {})
+        conn, response = self._request(path, {}, self._budget())
         try:
             if response.status == 404:
                 raise SourceError(url, "the server does not offer /api/v1/metas (HTTP 404)")

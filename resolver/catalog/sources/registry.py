@@ -20,8 +20,8 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import grpc
-import orjson
 
+from resolver import safedata
 from resolver.catalog.errors import CatalogLoadError
 from resolver.catalog.load import load_objects
 from resolver.catalog.model import (
@@ -36,6 +36,7 @@ from resolver.catalog.model import (
 )
 from resolver.catalog.registryapi import registry_pb2 as api
 from resolver.catalog.sources.base import SourceError
+from resolver.catalog.sources.stale import STALE_METADATA
 
 _M = TypeVar("_M")
 
@@ -45,6 +46,8 @@ DEFAULT_DEADLINE = 600.0
 """Seconds a whole fetch may take."""
 DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024**2
 """Largest single message accepted (OLM uses 100 MiB; real bundles are well under 16 MiB)."""
+DEFAULT_MAX_BYTES = 2 * 1024**3
+"""Largest catalog accepted, all messages of one fetch together."""
 
 _SERVICE = "/api.Registry/"
 
@@ -61,6 +64,7 @@ class RegistrySource:
         deadline: float = DEFAULT_DEADLINE,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         ca_file: str | None = None,
+        max_bytes: int = DEFAULT_MAX_BYTES,
     ) -> None:
         self.spec = target
         self.target = target.removeprefix("grpc://").removeprefix("grpcs://")
@@ -69,11 +73,15 @@ class RegistrySource:
         self.timeout = timeout
         self.deadline = deadline
         self.max_message_bytes = max_message_bytes
+        self.max_bytes = max_bytes
         self.ca_file = ca_file
         self._digest: str | None = None
         self.fetched_bytes = 0
         """Bytes of the response messages the last fetch received (the whole catalog: the
         registry API has no change signal)."""
+        self.stale: str | None = None
+        """Why the server says the content of the last fetch is stale (its ``x-pivoter-stale``
+        metadata, :mod:`.stale`); None when it did not say so."""
 
     @property
     def digest(self) -> str | None:
@@ -123,11 +131,17 @@ class RegistrySource:
 
             return deserialize
 
-        def budget() -> float:
+        def remaining() -> float:
             left = self.deadline - (time.monotonic() - started)
             if left <= 0:
                 raise SourceError(self.spec, f"fetch took longer than {self.deadline:g}s")
-            return min(self.timeout, left)
+            if self.fetched_bytes > self.max_bytes:
+                raise SourceError(self.spec, f"catalog is larger than {self.max_bytes} bytes")
+            return left
+
+        def budget() -> float:
+            # One call: the stall timeout, clipped to what is left of the fetch's deadline.
+            return min(self.timeout, remaining())
 
         with self._channel() as channel:
             list_packages = channel.unary_stream(
@@ -150,7 +164,7 @@ class RegistrySource:
                 names = sorted(
                     m.name
                     for m in _stream(
-                        list_packages(api.ListPackageRequest(), timeout=budget()), budget
+                        list_packages(api.ListPackageRequest(), timeout=budget()), remaining
                     )
                 )
                 packages: list[Any] = []
@@ -160,10 +174,15 @@ class RegistrySource:
                         get_package(api.GetPackageRequest(name=pkg_name), timeout=budget())
                     )
                 method = "ListBundles"
-                bundles = list(
-                    _stream(list_bundles(api.ListBundlesRequest(), timeout=self.deadline), budget)
-                )
+                # The whole stream within what is left of the deadline, however it trickles.
+                bundles_call = list_bundles(api.ListBundlesRequest(), timeout=remaining())
+                bundles = list(_stream(bundles_call, remaining))
+                stale = _stale(bundles_call.initial_metadata())
             except grpc.RpcError as err:
+                if time.monotonic() - started >= self.deadline:
+                    raise SourceError(
+                        self.spec, f"{method}: fetch took longer than {self.deadline:g}s"
+                    ) from None
                 raise self._fail(method, err) from None
         for message in (*packages, *bundles):
             hasher.update(message.SerializeToString(deterministic=True))
@@ -173,13 +192,27 @@ class RegistrySource:
         except CatalogLoadError as err:
             raise SourceError(self.spec, str(err)) from None
         self._digest = hasher.hexdigest()
+        self.stale = stale
         return catalog
 
 
-def _stream(call: Any, budget: Any) -> Any:
-    """Iterate a response stream, checking the fetch deadline between messages."""
+def _stale(metadata: Any) -> str | None:
+    """The ``x-pivoter-stale`` value of a call's initial metadata, if any."""
+    for key, value in metadata or ():
+        if key == STALE_METADATA:
+            return value if isinstance(value, str) else bytes(value).decode("ascii", "replace")
+    return None
+
+
+def _stream(call: Any, check: Any) -> Any:
+    """Iterate a response stream, checking the fetch deadline and size between messages;
+    a failed check cancels the stream."""
     for message in call:
-        budget()
+        try:
+            check()
+        except SourceError:
+            call.cancel()
+            raise
         yield message
 
 
@@ -253,8 +286,8 @@ def _objects(
         properties: list[JSON] = []
         for prop in b.properties:
             try:
-                value = orjson.loads(prop.value)
-            except orjson.JSONDecodeError:
+                value = safedata.load_json(prop.value)
+            except safedata.SafeDataError:
                 value = prop.value
             properties.append({"type": prop.type, "value": value})
         if not b.bundlePath:
