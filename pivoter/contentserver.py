@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pivoter.controllers.bundle import BUNDLES, BundleReconciler
-from pivoter.httpserving import BackgroundHTTPServer
+from pivoter.httpserving import BackgroundHTTPServer, ConnectionLimits
 from pivoter.kube import Kube, KubeError, NotFound, Resource
 from pivoter.kube.access import Subject, subject_access_review
 from provisioners.store import StoreError
@@ -84,11 +84,13 @@ class ContentServer:
         authorize: Authorizer | None = None,
         tls_cert: Path | None = None,
         tls_key: Path | None = None,
+        limits: ConnectionLimits | None = None,
     ) -> None:
         self.kube = kube
         self.bundles = bundles
         self.authorize: Authorizer = authorize or KubeAuthorizer(kube)
-        # Bearer tokens cross this connection: serve TLS whenever a certificate is given.
+        # Bearer tokens cross this connection: serve TLS whenever a certificate is given. The
+        # handshake, idle clients and the number of connections are bounded (pivoter.httpserving).
         self.server = BackgroundHTTPServer(
             _handler(self),
             host=host,
@@ -96,6 +98,7 @@ class ContentServer:
             name="content-server",
             tls_cert=tls_cert,
             tls_key=tls_key,
+            limits=limits,
         )
         self.scheme = self.server.scheme
 

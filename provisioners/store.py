@@ -5,15 +5,17 @@ the tree into place with one ``rename`` (readers never see half a bundle) under 
 ``sha256:<hex>`` of the normalized tree (:func:`tree_digest`), so identical content is stored
 once. The cluster side keeps the set of keys its Bundles reference and calls
 :meth:`BundleStore.gc` with it (mark-and-sweep), and serves a bundle to other provisioners with
-:meth:`BundleStore.tar_gz` behind an authenticated endpoint.
+:meth:`BundleStore.tar_gz` behind an authenticated endpoint. Every walk and removal of a tree is
+iterative and never follows links (:mod:`provisioners.fstree`), so a tree of any depth is digested
+and removed; garbage collection logs what it cannot remove and goes on with the rest.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import re
-import shutil
 import stat
 import tarfile
 import tempfile
@@ -26,8 +28,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from provisioners.errors import ProvisionerError
+from provisioners.fstree import remove_tree
+
+log = logging.getLogger(__name__)
 
 _KEY = re.compile(r"^sha256:([0-9a-f]{64})$")
+_DIRNAME = re.compile(r"^sha256-([0-9a-f]{64})$")
 _CHUNK = 1 << 20
 _FLUSH = 256 << 10
 
@@ -120,7 +126,7 @@ class BundleStore:
         try:
             yield tree
         finally:
-            shutil.rmtree(path, ignore_errors=True)
+            _remove_quietly(path)
 
     def publish(self, tree: Path) -> StoredBundle:
         """Move ``tree`` (a staging directory) into the store under its digest and return it."""
@@ -133,7 +139,7 @@ class BundleStore:
                 if not final.is_dir():
                     raise
                 # The same content is already stored (or another publisher just won the race).
-                shutil.rmtree(tree, ignore_errors=True)
+                _remove_quietly(tree)
             # The mtime marks "recently published" for the GC grace period.
             os.utime(final)
         return StoredBundle(key, final)
@@ -146,42 +152,73 @@ class BundleStore:
         return StoredBundle(key, path)
 
     def keys(self) -> set[str]:
-        """Every key currently stored."""
+        """Every key currently stored (entries with other names are not bundles; gc skips them)."""
         return {
-            "sha256:" + entry.name.removeprefix("sha256-")
-            for entry in self._objects.iterdir()
-            if entry.name.startswith("sha256-")
+            f"sha256:{match.group(1)}"
+            for name in os.listdir(self._objects)
+            if (match := _DIRNAME.match(name)) is not None
         }
 
     def gc(self, live: Iterable[str], *, grace_seconds: float = 300.0) -> list[str]:
         """Delete every bundle not in ``live`` and older than the grace period; return their keys.
 
-        Abandoned staging directories older than the grace period are removed too.
+        Abandoned staging directories older than the grace period are removed too. Each entry is
+        handled on its own: one that cannot be removed is logged and skipped, the rest are still
+        collected, and a later gc tries it again.
         """
         keep = set(live)
         removed: list[str] = []
         now = time.time()
         with self._lock:
             for key in sorted(self.keys() - keep):
-                path = self._objects / self._dirname(key)
-                if now - path.stat().st_mtime < grace_seconds:
+                try:
+                    if self._collect(key, now, grace_seconds):
+                        removed.append(key)
+                except Exception as exc:  # one bad entry must not stop the rest
+                    log.warning("content store gc: cannot remove %s (will retry): %s", key, exc)
+            for name in sorted(os.listdir(self._staging)):
+                if not name.startswith(("stage-", "trash-")):
                     continue
-                # Rename first so a reader never sees a half-deleted tree.
-                trash = Path(tempfile.mkdtemp(prefix="trash-", dir=self._staging))
-                os.rename(path, trash / "tree")
-                shutil.rmtree(trash, ignore_errors=True)
-                removed.append(key)
-            for entry in self._staging.iterdir():
-                if now - entry.stat().st_mtime >= grace_seconds and entry.name.startswith(
-                    ("stage-", "trash-")
-                ):
-                    shutil.rmtree(entry, ignore_errors=True)
+                entry = self._staging / name
+                try:
+                    if now - os.lstat(entry).st_mtime >= grace_seconds:
+                        remove_tree(entry)
+                except FileNotFoundError:
+                    continue
+                except Exception as exc:  # one bad entry must not stop the rest
+                    log.warning("content store gc: cannot remove %s (will retry): %s", entry, exc)
         return removed
+
+    def _collect(self, key: str, now: float, grace_seconds: float) -> bool:
+        """Remove one unreferenced bundle if it is past the grace period; True if removed."""
+        path = self._objects / self._dirname(key)
+        try:
+            if now - os.lstat(path).st_mtime < grace_seconds:
+                return False
+        except FileNotFoundError:
+            return False
+        # Rename first so a reader never sees a half-deleted tree; what the removal leaves
+        # behind (logged) is in staging/trash-*, which every gc tries again.
+        trash = Path(tempfile.mkdtemp(prefix="trash-", dir=self._staging))
+        os.rename(path, trash / "tree")
+        try:
+            remove_tree(trash)
+        except Exception as exc:  # the bundle is already gone from the store
+            log.warning("content store gc: %s removed, but not all of its files yet: %s", key, exc)
+        return True
 
     def tar_gz(self, key: str) -> Iterator[bytes]:
         """Stream a stored bundle as a deterministic tar.gz (sorted, zero times and owners)."""
         root = self.get(key).path
         return _tar_gz_stream(root)
+
+
+def _remove_quietly(path: Path) -> None:
+    """Remove a staging tree; what cannot be removed now is logged and left to the gc."""
+    try:
+        remove_tree(path)
+    except Exception as exc:  # cleanup must not hide the caller's own outcome
+        log.warning("content store: cannot remove %s now (gc will retry): %s", path, exc)
 
 
 def _header(name: str, kind: bytes, size: int = 0, mode: int = 0o644, link: str = "") -> bytes:

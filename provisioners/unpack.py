@@ -6,13 +6,15 @@ Nothing outside the root is ever written or followed: paths with ``..`` or a lea
 refused, links must stay inside the root, device files and FIFOs are refused, parents are never
 followed through symlinks, and limits on total size, entry count, compression ratio and the
 decompressed stream stop archive bombs (including a 10 GB sparse file) before they are written.
+Headers are parsed by :mod:`provisioners.tarheaders` (linear time and bounded, whatever the Python
+version: CVE-2024-6232), and limits on directory depth, name and path length keep every later
+tree walk (store digest, garbage collection, formats) within what the system and Python handle.
 """
 
 from __future__ import annotations
 
 import gzip
 import os
-import shutil
 import stat
 import tarfile
 from dataclasses import dataclass, field
@@ -23,6 +25,8 @@ from typing import IO, Protocol
 import zstandard
 
 from provisioners.errors import ProvisionerError
+from provisioners.fstree import remove_tree
+from provisioners.tarheaders import TarHeaderError, open_tar_stream
 
 _CHUNK = 1 << 20
 _WHITEOUT_PREFIX = ".wh."
@@ -31,6 +35,14 @@ _OPAQUE_MARKER = ".wh..wh..opq"
 # much per entry (plus a fixed slack) is allowed before the stream itself counts as a bomb.
 _STREAM_OVERHEAD_PER_ENTRY = 3 * 512
 _STREAM_OVERHEAD_FIXED = 1 << 20
+# Linux limits: one path component (NAME_MAX) and a whole path (PATH_MAX, with its NUL).
+_NAME_MAX = 255
+_PATH_MAX = 4095
+# The store moves an unpacked tree from staging/stage-*/tree to objects/sha256-<64 hex>: the
+# absolute path of every entry must still fit after that move, with room to spare.
+_PUBLISH_MARGIN = 128
+_SHOWN_PATH = 120
+_MAX_LINK_HOPS = 40  # Linux follows at most 40 symlinks in one path lookup
 
 
 class UnpackError(ProvisionerError):
@@ -65,8 +77,16 @@ class CompressionRatioError(LimitExceededError):
     """The archive expands far more than real content does (a compression bomb)."""
 
 
+class DepthLimitError(LimitExceededError):
+    """An entry is nested more directories deep than allowed."""
+
+
 class CorruptArchiveError(UnpackError):
     """The stream is not a readable tar archive (or not in the announced compression)."""
+
+
+class UnsafeHeaderError(CorruptArchiveError):
+    """A tar header is malformed or beyond the limits of :mod:`provisioners.tarheaders`."""
 
 
 class Compression(Enum):
@@ -91,7 +111,10 @@ class UnpackLimits:
     ratio_grace_bytes: int = 16 << 20
     """The ratio is only enforced past this many uncompressed bytes (tiny archives vary wildly)."""
     max_path_bytes: int = 4096
-    """Longest entry path accepted."""
+    """Longest entry path (and symlink target) accepted; the absolute path on disk must also fit
+    the system's 4095 bytes after the store moves the tree into place."""
+    max_depth: int = 128
+    """Most directories an entry may be nested in (real bundles: under 10; 1000 breaks walkers)."""
 
 
 @dataclass
@@ -193,6 +216,20 @@ class _PeekReader:
         return self._inner.read(size)
 
 
+def _shown(name: str) -> str:
+    """A path for a one-line message: quoted, and shortened when long."""
+    if len(name) <= _SHOWN_PATH:
+        return repr(name)
+    return f"{name[: _SHOWN_PATH // 2]!r}...{name[-_SHOWN_PATH // 2 :]!r}"
+
+
+def _header_error(exc: TarHeaderError) -> UnsafeHeaderError:
+    return UnsafeHeaderError(
+        f"the tar archive has a header pivoter refuses: {exc}; rebuild the bundle with a "
+        "standard tar tool"
+    )
+
+
 def _safe_parts(name: str, what: str) -> tuple[str, ...]:
     """Split an archive path into components, refusing absolute and climbing paths."""
     if name.startswith("/"):
@@ -201,6 +238,86 @@ def _safe_parts(name: str, what: str) -> tuple[str, ...]:
     if ".." in parts:
         raise UnsafePathError(f"{what} {name!r} contains '..' and would escape the bundle root")
     return parts
+
+
+def checked_path(
+    name: str, limits: UnpackLimits, what: str = "entry", *, root_bytes: int = 0
+) -> tuple[str, ...]:
+    """Split a bundle path into components, refusing what the limits or the filesystem do not allow.
+
+    Refused: absolute and climbing paths, NUL bytes, more than ``max_path_bytes``, more than
+    ``max_depth`` components, a component over 255 bytes, and a path that would not fit the
+    system's 4095 bytes below a root of ``root_bytes`` bytes once the store moves it into place.
+    Every writer of bundle trees calls this (the unpacker, the configMaps source).
+    """
+    shown = _shown(name)
+    if "\0" in name:
+        raise UnsafePathError(f"{what} {shown} contains a NUL byte")
+    size = len(os.fsencode(name))
+    if size > limits.max_path_bytes:
+        raise UnsafePathError(
+            f"{what} path {shown} is {size} bytes, more than max_path_bytes="
+            f"{limits.max_path_bytes}; shorten the paths in the bundle"
+        )
+    parts = _safe_parts(name, what)
+    if len(parts) > limits.max_depth:
+        raise DepthLimitError(
+            f"{what} {shown} is nested {len(parts) - 1} directories deep, more than "
+            f"max_depth={limits.max_depth}; flatten the bundle's directory tree"
+        )
+    for part in parts:
+        if len(os.fsencode(part)) > _NAME_MAX:
+            raise UnsafePathError(
+                f"{what} {shown} has a name of more than {_NAME_MAX} bytes; shorten it"
+            )
+    on_disk = root_bytes + 1 + len(os.fsencode("/".join(parts))) + _PUBLISH_MARGIN
+    if on_disk > _PATH_MAX:
+        raise UnsafePathError(
+            f"{what} {shown} is too long to store: with the store directory it exceeds the "
+            f"system's {_PATH_MAX}-byte path limit; shorten the paths in the bundle"
+        )
+    return parts
+
+
+def _resolves_inside(root: Path, parts: tuple[str, ...]) -> bool:
+    """Whether ``root/parts`` resolves inside ``root``, following links on disk as the kernel would.
+
+    Iterative, unlike ``os.path.realpath`` (which recurses once per link: a chain of 1000 links
+    raised RecursionError, and resolving every link of a long chain took quadratic time). More than
+    40 links in one resolution (the kernel's own limit, ELOOP) is refused.
+    """
+    pending = list(reversed(parts))
+    resolved: list[str] = []
+    hops = 0
+    while pending:
+        part = pending.pop()
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if not resolved:
+                return False
+            resolved.pop()
+            continue
+        candidate = root.joinpath(*resolved, part)
+        try:
+            info = os.lstat(candidate)
+        except OSError:
+            resolved.append(part)  # dangling from here on: the rest resolves lexically
+            continue
+        if not stat.S_ISLNK(info.st_mode):
+            resolved.append(part)
+            continue
+        hops += 1
+        if hops > _MAX_LINK_HOPS:
+            raise UnsafeLinkError(
+                f"symlink {_shown('/'.join(parts))} goes through more than {_MAX_LINK_HOPS} "
+                "links; the system would not follow it (too many levels of symbolic links)"
+            )
+        target = os.readlink(candidate)
+        if target.startswith("/"):
+            return False
+        pending.extend(reversed(target.split("/")))
+    return True
 
 
 def _within(link_dir: tuple[str, ...], target: str) -> bool:
@@ -231,10 +348,12 @@ class Unpacker:
     stats: UnpackStats = field(default_factory=UnpackStats)
     _symlinks: list[tuple[str, ...]] = field(default_factory=list)
     _layer_paths: set[tuple[str, ...]] = field(default_factory=set)
+    _root_bytes: int = field(default=0, init=False)
 
     def __post_init__(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
         self.root = self.root.resolve()
+        self._root_bytes = len(os.fsencode(self.root))
 
     def apply(
         self,
@@ -272,15 +391,20 @@ class Unpacker:
             decompressed, counted if compression is not Compression.NONE else None, limits, cap
         )
         try:
-            archive = tarfile.open(fileobj=guarded, mode="r|")  # type: ignore[call-overload]  # noqa: SIM115
-        except tarfile.ReadError as exc:
+            archive = open_tar_stream(guarded)
+        except TarHeaderError as exc:
+            raise _header_error(exc) from None
+        except tarfile.TarError as exc:
             raise CorruptArchiveError(
                 f"not a tar archive ({compression.value} compression): {exc}"
             ) from exc
         try:
             for member in archive:
                 self._entry(archive, member, whiteouts=whiteouts)
-        except (tarfile.ReadError, tarfile.HeaderError, EOFError) as exc:
+                member.pax_headers = {}  # entries stay listed in the archive: keep them small
+        except TarHeaderError as exc:
+            raise _header_error(exc) from None
+        except (tarfile.TarError, EOFError) as exc:
             raise CorruptArchiveError(f"the tar archive is truncated or corrupt: {exc}") from exc
         finally:
             archive.close()
@@ -291,8 +415,7 @@ class Unpacker:
             link = self.root.joinpath(*parts)
             if not link.is_symlink():
                 continue  # removed by a later whiteout or replaced
-            resolved = Path(os.path.realpath(link))
-            if resolved != self.root and self.root not in resolved.parents:
+            if not _resolves_inside(self.root, parts):
                 raise UnsafeLinkError(
                     f"symlink {'/'.join(parts)!r} -> {os.readlink(link)!r} resolves outside "
                     "the bundle root (through another link)"
@@ -308,12 +431,7 @@ class Unpacker:
             raise FileCountLimitError(
                 f"the archive has more than {limits.max_entries} entries (max_entries)"
             )
-        if len(member.name.encode()) > limits.max_path_bytes:
-            raise UnsafePathError(
-                f"entry path of {len(member.name.encode())} bytes exceeds max_path_bytes="
-                f"{limits.max_path_bytes}"
-            )
-        parts = _safe_parts(member.name, "entry")
+        parts = self._checked_parts(member.name, "entry")
         if not parts:
             return  # the root directory itself ("./")
         base = parts[-1]
@@ -341,6 +459,9 @@ class Unpacker:
                 "directories and links that stay inside the bundle"
             )
         self._layer_paths.add(parts)
+
+    def _checked_parts(self, name: str, what: str) -> tuple[str, ...]:
+        return checked_path(name, self.limits, what, root_bytes=self._root_bytes)
 
     def _parent(self, parts: tuple[str, ...]) -> Path:
         """Create the parent directories of ``parts``, never following a symlink."""
@@ -371,7 +492,7 @@ class Unpacker:
         except FileNotFoundError:
             return
         if stat.S_ISDIR(info.st_mode):
-            shutil.rmtree(path)
+            remove_tree(path)
         else:
             os.unlink(path)
 
@@ -418,6 +539,11 @@ class Unpacker:
 
     def _symlink(self, member: tarfile.TarInfo, parts: tuple[str, ...]) -> None:
         target = member.linkname
+        if "\0" in target or len(os.fsencode(target)) > self.limits.max_path_bytes:
+            raise UnsafeLinkError(
+                f"symlink {_shown(member.name)} has a target that contains a NUL byte or is longer "
+                f"than max_path_bytes={self.limits.max_path_bytes}"
+            )
         if target.startswith("/"):
             raise UnsafeLinkError(
                 f"symlink {member.name!r} -> {target!r} is absolute; bundle links must be "
@@ -435,7 +561,7 @@ class Unpacker:
 
     def _hardlink(self, member: tarfile.TarInfo, parts: tuple[str, ...]) -> None:
         try:
-            target_parts = _safe_parts(member.linkname, f"hardlink {member.name!r} target")
+            target_parts = self._checked_parts(member.linkname, f"hardlink {member.name!r} target")
         except UnsafePathError as exc:
             raise UnsafeLinkError(f"{exc}; hardlinks must point inside the bundle") from None
         if not target_parts:

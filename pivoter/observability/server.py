@@ -12,10 +12,12 @@ import errno
 import logging
 import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import urlsplit
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+from pivoter.httpserving import ConnectionLimits, HardenedHTTPServer
 
 __all__ = ["Check", "Endpoints", "EndpointsError", "parse_address"]
 
@@ -49,6 +51,7 @@ class Endpoints:
         healthz: dict[str, Check] | None = None,
         readyz: dict[str, Check] | None = None,
         what: str = "endpoints",
+        limits: ConnectionLimits | None = None,
     ) -> None:
         self.registry = registry
         self.checks: dict[str, dict[str, Check]] = {}
@@ -58,7 +61,8 @@ class Endpoints:
             self.checks["/readyz"] = readyz
         handler = _handler_for(self)
         try:
-            self._server = ThreadingHTTPServer(address, handler)
+            # Idle or slow clients time out and are capped (a kubelet probe must get through).
+            self._server = HardenedHTTPServer(address, handler, limits=limits, name=what)
         except OSError as exc:
             host, port = address
             if exc.errno == errno.EADDRINUSE:
@@ -67,7 +71,6 @@ class Endpoints:
                     f"(pick another with the bind-address flag, or 0 to disable)"
                 ) from exc
             raise EndpointsError(f"cannot serve {what} on {host}:{port}: {exc}") from exc
-        self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
 
     @property

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from provisioners.errors import ContentTooLargeError, InvalidSourceError
 from provisioners.sources.base import FetchOptions, FetchResult
+from provisioners.unpack import checked_path
 
 # The Kubernetes rule for ConfigMap keys (IsConfigMapKey).
 _KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
@@ -86,6 +87,14 @@ class ConfigMapsSource:
                         f"configMap {config_map.name}: key {key!r} is not a valid file name"
                     )
                 target = (*directory, key)
+                # The unpacker's path rules: depth, name and path length (a 1000-deep path
+                # used to raise RecursionError, a 300-byte one OSError).
+                checked_path(
+                    "/".join(target),
+                    limits,
+                    f"configMap {config_map.name}: file",
+                    root_bytes=len(bytes(dest)),
+                )
                 if target in files:
                     raise InvalidSourceError(
                         f"configMaps {files[target][0]} and {config_map.name} both write "
