@@ -5,10 +5,15 @@ several bundles of one package that fail for the same reason become one line lis
 versions, and a request's candidate list is shown as a count and a version span instead of a
 list of identifiers. The full MUS stays available (``--explain`` prints both). Used by
 :mod:`resolver.profiles.pivoter` and the CLI.
+
+:func:`why_not_newer` reads a successful resolution's "why not newer" lines (``--explain``'s
+``whyNotNewer``) and names the newest bundle not taken with its reason in one line, as the
+daemon's ``UpToDate`` condition and ``pivoter plan`` show it.
 """
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -73,3 +78,85 @@ def summarize(mus: Sequence[AppliedConstraint], facts: Mapping[Constraint, Fact]
         lines.append(f"{package} {', '.join(versions)} {verb} {needs}{tail}")
     # "package P is requested" says nothing the line "package P is requested: ..." does not.
     return [line for line in lines if not any(o.startswith(line + ":") for o in lines)]
+
+
+# -- "why not newer": the newest bundle a successful resolution did not take -------------------
+
+REASON_NEWEST = "Newest"
+REASON_NOT_IN_CHANNEL = "NotInChannel"
+REASON_OUTSIDE_RANGE = "OutsideVersionRange"
+REASON_NO_UPGRADE_EDGE = "NoUpgradeEdge"
+REASON_DEPRECATED = "Deprecated"
+REASON_KUBE_VERSION = "ClusterVersion"
+REASON_HELD = "HeldByOtherInput"
+REASON_UNSATISFIABLE = "Unsatisfiable"
+REASON_NOT_PREFERRED = "NotPreferred"
+
+_FILTERS = (
+    ("not in channel", REASON_NOT_IN_CHANNEL),
+    ("version ", REASON_OUTSIDE_RANGE),
+    ("no upgrade edge", REASON_NO_UPGRADE_EDGE),
+)
+_RULED_OUT = "ruled out by "
+_WORSE = "possible, but worse for the objective "
+
+
+@dataclass(frozen=True, slots=True)
+class NotNewer:
+    """The newest bundle of a requested package that a resolution did not take, and why."""
+
+    package: str
+    bundle: str
+    version: str
+    why: str
+    """The resolver's reason, as ``--explain`` prints it (one line)."""
+    reason: str
+    """A CamelCase word for the kind of reason (``OutsideVersionRange``, ``Deprecated``, ...)."""
+
+    def text(self) -> str:
+        """One line for a person: the candidate, and why it was not taken."""
+        return f"{self.package} {self.version} ({self.bundle}) is not taken: {self.why}"
+
+
+def why_not_newer(package: str, lines: Sequence[str]) -> NotNewer | None:
+    """The newest bundle not taken for ``package`` from the resolver's "why not newer" lines
+    (``<bundle> <version>: <reason>``, newest first): the newest one in the requested channel,
+    else the newest of another channel. None when nothing newer exists (or no line reads)."""
+    parsed = [n for n in (_parse(package, line) for line in lines) if n is not None]
+    in_channel = [n for n in parsed if n.reason != REASON_NOT_IN_CHANNEL]
+    chosen = (in_channel or parsed)[:1]
+    return chosen[0] if chosen else None
+
+
+def _parse(package: str, line: str) -> NotNewer | None:
+    head, sep, why = _printable(line).partition(": ")
+    bundle, _, version = head.rpartition(" ")
+    if not sep or not bundle or not version:
+        return None
+    return NotNewer(package, bundle, version, why, _reason(why))
+
+
+def _printable(text: str) -> str:
+    """``text`` on one line with no control characters: catalog texts (names, deprecation
+    messages) reach terminals through ``pivoter plan`` and ``kubectl``, so an escape sequence
+    is shown as ``?``, never interpreted."""
+    return "".join(
+        "?" if unicodedata.category(c).startswith("C") else c for c in " ".join(text.split())
+    )
+
+
+def _reason(why: str) -> str:
+    for prefix, reason in _FILTERS:
+        if why.startswith(prefix):
+            return reason
+    if why.startswith(_RULED_OUT):
+        if "olm.deprecated" in why:
+            return REASON_DEPRECATED
+        if "minKubeVersion" in why:
+            return REASON_KUBE_VERSION
+        if " held at " in why:
+            return REASON_HELD
+        return REASON_UNSATISFIABLE
+    if why.startswith(_WORSE):
+        return REASON_DEPRECATED if "deprecated" in why else REASON_NOT_PREFERRED
+    return REASON_NOT_PREFERRED

@@ -39,6 +39,9 @@ TYPE_PROGRESSING = "Progressing"
 TYPE_INSTALLED = "Installed"
 TYPE_HEALTHY = "Healthy"
 TYPE_READY = "Ready"
+TYPE_UP_TO_DATE = "UpToDate"
+"""True when nothing newer is offered for the requested packages; else the newest bundle not
+taken and why (shared with PlatformOperators)."""
 
 DURATION = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$"
 
@@ -83,6 +86,10 @@ def catalog_crd() -> Schema:
                     ),
                     "tokenSecret": local_ref(
                         "A Secret in pivoter's namespace whose `token` is sent as a bearer token."
+                    ),
+                    "insecureSendToken": boolean(
+                        "Send the token over plain http to a host other than loopback (it "
+                        "travels unencrypted). Off: such a source is refused; use https."
                     ),
                 },
                 required=["url"],
@@ -273,6 +280,10 @@ def resolution_crd() -> Schema:
             column("Ready", '.status.conditions[?(@.type=="Ready")].status'),
             column("Revision", ".status.activeRevision", "integer"),
             column("Reason", '.status.conditions[?(@.type=="Ready")].reason'),
+            column("Up-To-Date", '.status.conditions[?(@.type=="UpToDate")].status'),
+            column(
+                "Why-Not-Newer", '.status.conditions[?(@.type=="UpToDate")].message', priority=1
+            ),
             column("Age", ".metadata.creationTimestamp", "date"),
         ],
     )

@@ -72,6 +72,10 @@ def platform_operator_crd() -> Schema:
         printer_columns=[
             column("Installed", '.status.conditions[?(@.type=="Installed")].status'),
             column("Reason", '.status.conditions[?(@.type=="Installed")].reason'),
+            column("Up-To-Date", '.status.conditions[?(@.type=="UpToDate")].status'),
+            column(
+                "Why-Not-Newer", '.status.conditions[?(@.type=="UpToDate")].message', priority=1
+            ),
             column("Age", ".metadata.creationTimestamp", "date"),
         ],
     )

@@ -3,7 +3,9 @@
 Shows the plan the controller published (``status.pendingPlan``: a Manual input waiting for
 approval, with the objects its bundles add, remove and move and the result of their server-side
 dry run; or a paused one); otherwise compares the newest stored revision with the active one.
-It does not resolve: the daemon's catalog cache is not reachable from the command line.
+Either way it adds the daemon's "why not newer" line (the ``UpToDate`` condition) when the input
+does not run the newest bundles offered. It does not resolve: the daemon's catalog cache is not
+reachable from the command line.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from pivoter.apis.pivoter import TYPE_UP_TO_DATE
 from pivoter.cli._common import Subparsers, add_command
 from pivoter.cli._inputs import Target, add_input_arguments, run_on_input
 from pivoter.cli.exitcodes import ExitCode
@@ -32,7 +35,27 @@ def register(subparsers: Subparsers) -> None:
 
 def current_plan(target: Target) -> dict[str, Any]:
     """The pending plan, or the newest revision against the active one (``pending: False``
-    when nothing would change)."""
+    when nothing would change), with ``whyNotNewer``: the daemon's one-line answer (the
+    ``UpToDate`` condition) naming the newest bundle not taken and why."""
+    data = _plan(target)
+    why = _why_not_newer(target.status)
+    if why:
+        data["whyNotNewer"] = why
+    return data
+
+
+def _why_not_newer(status: dict[str, Any]) -> str:
+    for condition in status.get("conditions") or []:
+        if (
+            isinstance(condition, dict)
+            and condition.get("type") == TYPE_UP_TO_DATE
+            and condition.get("status") == "False"
+        ):
+            return str(condition.get("message") or "")
+    return ""
+
+
+def _plan(target: Target) -> dict[str, Any]:
     pending = target.status.get("pendingPlan")
     if pending:
         return {**pending, "pending": True}
@@ -47,6 +70,13 @@ def current_plan(target: Target) -> dict[str, Any]:
             "removed": [],
         }
     active = target.store.get(target.ref, active_number) if active_number else None
+    if active_number and active is None:
+        return {
+            "revision": latest.number,
+            "pending": False,
+            "problem": f"{target.store.describe(target.ref, active_number)} (active) is missing: "
+            "the daemon rebuilds it from what is installed",
+        }
     try:
         before = active.resolveset() if active is not None else None
         data = plan(before, latest.resolveset(), revision=latest.number, active=active_number)
@@ -56,8 +86,11 @@ def current_plan(target: Target) -> dict[str, Any]:
 
 
 def _human(data: dict[str, Any]) -> str:
+    why = [f"why not newer: {data['whyNotNewer']}"] if data.get("whyNotNewer") else []
+    if data.get("problem") and not data.get("pending"):
+        return "\n".join([f"problem: {data['problem']}", *why])
     if not data.get("pending"):
-        return f"nothing to do: revision {data.get('revision')} is active"
+        return "\n".join([f"nothing to do: revision {data.get('revision')} is active", *why])
     lines = [f"revision {data['revision']} (from {data.get('fromRevision')}): {summary(data)}"]
     objects = data.get("objects") or {}
     for key in ("pending", "problem", "dryRun"):
@@ -71,7 +104,7 @@ def _human(data: dict[str, Any]) -> str:
         hidden = (objects.get("counts") or {}).get(key, 0) - len(objects.get(key) or [])
         if hidden > 0:
             lines.append(f"  {sign} ... and {hidden} more")
-    return "\n".join(lines)
+    return "\n".join(lines + why)
 
 
 def run(args: argparse.Namespace) -> int:

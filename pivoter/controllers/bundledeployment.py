@@ -618,6 +618,19 @@ class BundleDeploymentReconciler:
         metadata = bd["metadata"]
         if FINALIZER not in (metadata.get("finalizers") or []):
             return
+        # Imported here: pivoter.pivot builds on this module. A pivot input's own child that
+        # someone else deleted while the input still wants it keeps its objects for the child
+        # the input re-creates (docs/pivot.md, "A child deleted by hand").
+        from pivoter.pivot.children import keep_on_delete
+
+        kept = keep_on_delete(self.kube, bd)
+        if kept is not None:
+            if self.recorder is not None:
+                self.recorder.normal(bd, "ObjectsKept", "Delete", kept.message)
+                self.recorder.normal(kept.input, "ObjectsKept", "Delete", kept.message)
+            self._set_finalizers(bd, [f for f in metadata["finalizers"] if f != FINALIZER])
+            log.info("bundledeployment %s: %s", metadata["name"], kept.message)
+            return
         spec = bd.get("spec") or {}
         inventory = [
             ObjectRef.from_dict(d) for d in (bd.get("status") or {}).get("inventory") or []

@@ -9,6 +9,7 @@ Every reconciler builds its status with :func:`set_condition` so that ``kubectl 
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,6 +17,9 @@ __all__ = ["FALSE", "TRUE", "UNKNOWN", "find", "is_true", "set_condition"]
 
 TRUE, FALSE, UNKNOWN = "True", "False", "Unknown"
 MESSAGE_LIMIT = 32768  # the API's maxLength for condition messages
+# Control characters other than newline and tab (C0, DEL, C1): catalog and bundle texts reach
+# condition messages, and `kubectl describe` prints them raw to a terminal (escape sequences).
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def _now() -> str:
@@ -45,9 +49,11 @@ def set_condition(
     *,
     generation: int,
 ) -> None:
-    """Add or update condition ``type_`` in place."""
+    """Add or update condition ``type_`` in place; control characters in ``message`` become ?."""
+    message = _CONTROL.sub("?", message)
     if len(message) > MESSAGE_LIMIT:
-        message = message[: MESSAGE_LIMIT - 15] + " ... (truncated)"
+        suffix = " ... (truncated)"
+        message = message[: MESSAGE_LIMIT - len(suffix)] + suffix
     current = find(conditions, type_)
     if current is None:
         conditions.append(

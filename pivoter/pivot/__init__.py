@@ -8,11 +8,15 @@ BundleDeployments it writes and reads, :mod:`pivoter.pivot.naming` their names w
 """
 
 from pivoter.pivot.children import (
+    ANNOTATION_UNINSTALL,
+    REASON_CHILD_MISSING,
     Children,
     ChildReport,
     ChildState,
+    KeepObjects,
     UninstallableBundle,
     desired_child,
+    keep_on_delete,
     state_of,
 )
 from pivoter.pivot.machine import Event, PivotMachine, PivotPlan, StepResult
@@ -36,13 +40,16 @@ __all__ = [
     "ANNOTATION_INPUT",
     "ANNOTATION_PACKAGE",
     "ANNOTATION_REVISION",
+    "ANNOTATION_UNINSTALL",
     "ANNOTATION_VERSION",
     "LABEL_PACKAGE",
     "MAX_CHILD_NAME",
+    "REASON_CHILD_MISSING",
     "ChildReport",
     "ChildState",
     "Children",
     "Event",
+    "KeepObjects",
     "Pending",
     "Phase",
     "PivotMachine",
@@ -57,5 +64,6 @@ __all__ = [
     "child_name",
     "children_selector",
     "desired_child",
+    "keep_on_delete",
     "state_of",
 ]

@@ -17,10 +17,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pivoter.apis import rukpak
+from pivoter.apis import pivoter as pivoter_api
+from pivoter.apis import platform, rukpak
 from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS
 from pivoter.controllers.conditions import FALSE, TRUE, find
-from pivoter.kube import Conflict, Kube, NotFound, Object
+from pivoter.kube import Conflict, Kube, NotFound, Object, Resource
 from pivoter.pivot.naming import (
     ANNOTATION_BUNDLE,
     ANNOTATION_INPUT,
@@ -31,17 +32,34 @@ from pivoter.pivot.naming import (
     child_name,
     children_selector,
 )
+from pivoter.pivot.state import Phase
 from pivoter.resolvesets import InputRef
 from resolver.resolveset import Entry
 
 __all__ = [
+    "ANNOTATION_UNINSTALL",
+    "REASON_CHILD_MISSING",
     "ChildReport",
     "ChildState",
     "Children",
+    "KeepObjects",
     "UninstallableBundle",
     "desired_child",
+    "keep_on_delete",
     "state_of",
 ]
+
+ANNOTATION_UNINSTALL = "pivoter.io/uninstall"
+"""Set by the input on a child it deletes itself (pruned, rolled back, the input deleted): its
+finalizer uninstalls. A child deleted without it by someone else keeps its objects while its
+input still wants it (:func:`keep_on_delete`)."""
+REASON_CHILD_MISSING = "ChildMissing"
+INPUT_RESOURCES = {
+    "Resolution": Resource(pivoter_api.API_VERSION, "Resolution", "resolutions", namespaced=False),
+    "PlatformOperator": Resource(
+        platform.API_VERSION, "PlatformOperator", "platformoperators", namespaced=False
+    ),
+}
 
 FAILED_INSTALL_REASONS = frozenset(
     {
@@ -179,6 +197,12 @@ class Children:
 
     kube: Kube
     ref: InputRef
+    primary: str = ""
+    """The input's own package (a PlatformOperator's), whose child is named after the input."""
+
+    def name_of(self, package: str) -> str:
+        """The name of ``package``'s child."""
+        return child_name(self.ref, package, primary=bool(self.primary) and package == self.primary)
 
     def list(self) -> dict[str, Object]:
         """The input's children by package (read from the API server, not a cache)."""
@@ -195,6 +219,11 @@ class Children:
         request either way in the common case: a pivot mostly updates existing children)."""
         name = desired["metadata"]["name"]
         patch = {"metadata": {k: desired["metadata"][k] for k in ("labels", "annotations")}}
+        # A child kept after all (a rollback re-applies one being pruned) loses the mark.
+        patch["metadata"]["annotations"] = {
+            **desired["metadata"]["annotations"],
+            ANNOTATION_UNINSTALL: None,
+        }
         patch["metadata"]["ownerReferences"] = desired["metadata"]["ownerReferences"]
         patch["spec"] = desired["spec"]
         for _ in range(2):
@@ -208,9 +237,21 @@ class Children:
                 continue  # created meanwhile (another worker, a new leader): patch it
         return self.kube.merge_patch(BUNDLE_DEPLOYMENTS, name, patch)
 
+    def record_revision(self, revision: int) -> None:
+        """Annotate every child with ``revision`` (the revision that now records what they
+        install, after the one they name was lost)."""
+        for bd in self.list().values():
+            patch = {"metadata": {"annotations": {ANNOTATION_REVISION: str(revision)}}}
+            with contextlib.suppress(NotFound):
+                self.kube.merge_patch(BUNDLE_DEPLOYMENTS, str(bd["metadata"]["name"]), patch)
+
     def delete(self, name: str) -> None:
-        """Delete one child (its finalizer uninstalls what it installed)."""
+        """Delete one child; its finalizer uninstalls what it installed. The child is first
+        marked as removed by its input (:data:`ANNOTATION_UNINSTALL`): a child deleted by
+        anyone else while its input still wants it keeps its objects (:func:`keep_on_delete`)."""
         with contextlib.suppress(NotFound):
+            marker = {"metadata": {"annotations": {ANNOTATION_UNINSTALL: "true"}}}
+            self.kube.merge_patch(BUNDLE_DEPLOYMENTS, name, marker)
             self.kube.delete(BUNDLE_DEPLOYMENTS, name)
 
     def orphan(self, name: str) -> None:
@@ -225,9 +266,89 @@ class Children:
         with contextlib.suppress(NotFound):
             self.kube.merge_patch(BUNDLE_DEPLOYMENTS, name, patch)
 
-    def report(self, package: str, bd: Object | None) -> ChildReport:
-        """The :class:`ChildReport` of ``package``'s child (MISSING when ``bd`` is None)."""
+    def report(
+        self, package: str, bd: Object | None, *, bundle: str = "", missing: str = "is missing"
+    ) -> ChildReport:
+        """The :class:`ChildReport` of ``package``'s child. When ``bd`` is None it is MISSING,
+        and the message names the child, its ``bundle`` and what happened (``missing``)."""
         if bd is None:
-            return ChildReport(package, "", ChildState.MISSING, "the BundleDeployment is missing")
+            name = self.name_of(package)
+            of = f" (bundle {bundle})" if bundle else f" (package {package})"
+            message = f"BundleDeployment {name}{of} {missing}"
+            return ChildReport(package, name, ChildState.MISSING, message, REASON_CHILD_MISSING)
+        name = str(bd["metadata"]["name"])
+        if bd["metadata"].get("deletionTimestamp"):
+            # Its conditions describe what it was: being deleted, it is not ready whatever they
+            # say (its finalizer uninstalls, or keeps the objects for its re-created self).
+            of = f" (bundle {bundle})" if bundle else f" (package {package})"
+            message = f"BundleDeployment {name}{of} is being deleted"
+            return ChildReport(package, name, ChildState.PENDING, message, "Deleting")
         state, reason, message = state_of(bd)
-        return ChildReport(package, str(bd["metadata"]["name"]), state, message, reason)
+        return ChildReport(package, name, state, message, reason)
+
+
+@dataclass(frozen=True, slots=True)
+class KeepObjects:
+    """A child being deleted whose objects stay for its re-created self: why, and its input."""
+
+    message: str
+    input: Object
+
+
+def keep_on_delete(kube: Kube, bd: Mapping[str, Any]) -> KeepObjects | None:
+    """Whether the child ``bd``, being deleted, should leave its objects in place, and why
+    (None: uninstall them as usual).
+
+    A child deleted by someone other than its input (no :data:`ANNOTATION_UNINSTALL`) is
+    re-created by the input at once when the input still wants it: then its objects stay, under
+    the same owner labels and field manager, so the re-created child (same name) adopts them
+    with no outage. That holds when the controlling input (by ownerReference uid) exists, is not
+    being deleted, and the selection in its status still lists the child's package. A failed
+    read of the input raises (the finalizer is retried), so a flaky API server never makes a
+    wrong uninstall."""
+    metadata = bd.get("metadata") or {}
+    annotations = metadata.get("annotations") or {}
+    if annotations.get(ANNOTATION_UNINSTALL):
+        return None
+    kind, _, name = str(annotations.get(ANNOTATION_INPUT) or "").partition("/")
+    package = str(annotations.get(ANNOTATION_PACKAGE) or "")
+    resource = INPUT_RESOURCES.get(kind)
+    owner = next(
+        (
+            o
+            for o in metadata.get("ownerReferences") or []
+            if o.get("controller") and o.get("kind") == kind and o.get("name") == name
+        ),
+        None,
+    )
+    if resource is None or owner is None or not owner.get("uid") or not name or not package:
+        return None
+    try:
+        parent = kube.get(resource, name)
+    except NotFound:
+        return None
+    parent_meta = parent.get("metadata") or {}
+    if parent_meta.get("uid") != owner["uid"] or parent_meta.get("deletionTimestamp"):
+        return None
+    status = parent.get("status") or {}
+    selection = status.get("selection")
+    if isinstance(selection, list):
+        # A Resolution: the selection in view (a pivot's target while it runs).
+        wanted = package in {str(e.get("package")) for e in selection if isinstance(e, Mapping)}
+    else:
+        # A PlatformOperator publishes no selection: the child of the active revision, and no
+        # pivot in progress (which may be pruning it).
+        phase = str((status.get("pivot") or {}).get("phase") or "")
+        pivoting = phase in {p.value for p in Phase if not p.terminal}
+        active = str(status.get("activeRevision") or "")
+        wanted = not pivoting and bool(active) and annotations.get(ANNOTATION_REVISION) == active
+    if not wanted:
+        return None
+    bundle = annotations.get(ANNOTATION_BUNDLE) or package
+    child = metadata.get("name")
+    message = (
+        f"BundleDeployment {child} (bundle {bundle}) was deleted while {kind} {name} still "
+        f"installs it: its objects stay in place for the BundleDeployment {kind} {name} "
+        "re-creates under the same name, which adopts them with no outage"
+    )
+    return KeepObjects(message, parent)

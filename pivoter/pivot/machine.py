@@ -56,6 +56,8 @@ DEFAULT_FAILURE_GRACE = 5.0
 declared failed: children are applied together, so a consumer may fail once before its
 provider's CRD exists, and the BundleDeployment controller retries it."""
 
+RECREATING = "is missing (deleted, or not created yet); creating it"
+
 Event = tuple[str, str, str]
 """(``Normal`` or ``Warning``, reason, message) for the input's Events."""
 
@@ -190,7 +192,10 @@ class PivotMachine:
         if done:
             earlier = [p for wave in waves[:done] for p in wave]
             existing = self.children.list()
-            reports = [self.children.report(p, existing.get(p)) for p in earlier]
+            reports = [
+                self.children.report(p, existing.get(p), bundle=_bundle_of(plan.target, p))
+                for p in earlier
+            ]
             result.reports = reports
             if not all(r.state in (ChildState.READY, ChildState.UNHEALTHY) for r in reports):
                 self._keep_waiting(plan, result, reports)
@@ -219,7 +224,10 @@ class PivotMachine:
                 # Deleted by hand (or never created before a crash): create it again.
                 self.children.apply(self._desired(plan, entry, record.revision))
         reports = [
-            self.children.report(e.package, existing.get(e.package)) for e in plan.target.entries
+            self.children.report(
+                e.package, existing.get(e.package), bundle=e.bundle, missing=RECREATING
+            )
+            for e in plan.target.entries
         ]
         result.reports = reports
         states = {r.state for r in reports}
@@ -299,7 +307,8 @@ class PivotMachine:
         pruning = self._prune(keep)
         existing = self.children.list()
         reports = [
-            self.children.report(e.package, existing.get(e.package)) for e in plan.previous.entries
+            self.children.report(e.package, existing.get(e.package), bundle=e.bundle)
+            for e in plan.previous.entries
         ]
         result.reports = reports
         if not pruning and all(r.state is ChildState.READY for r in reports):

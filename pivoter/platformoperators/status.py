@@ -4,7 +4,7 @@ The reference's contract: one condition ``Installed`` with the reasons ``SourceF
 bundle of the package can be found), ``UnpackPending``, ``InstallPending``, ``InstallFailed`` and
 ``InstallSuccessful``; when the BundleDeployment is not installed its reason and message are
 copied; ``status.activeBundleDeployment.name`` names the BundleDeployment of the package. Plus
-pivoter's revision record. Pure functions.
+pivoter's revision record and its ``UpToDate`` condition (why not newer). Pure functions.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pivoter.apis import platform
 from pivoter.controllers.conditions import FALSE, TRUE, set_condition
 from pivoter.pivot import ChildState, child_name
 from pivoter.resolutions.engine import Outcome, Status3
-from pivoter.resolutions.status import shared_dependencies
+from pivoter.resolutions.status import shared_dependencies, up_to_date
 from pivoter.resolvesets import InputRef
 
 __all__ = ["installed_condition", "platform_operator_status"]
@@ -42,6 +42,8 @@ def installed_condition(package: str, out: Outcome) -> Status3:
             f"failed to find candidate olm.bundles from the {package} package: {out.resolved[2]}",
         )
     for report in reports:
+        if report.state is ChildState.MISSING:
+            return FALSE, platform.REASON_INSTALL_PENDING, report.message
         if report.state is ChildState.UNPACK_PENDING:
             return FALSE, platform.REASON_UNPACK_PENDING, report.message
         if report.state is ChildState.FAILED:
@@ -64,8 +66,10 @@ def platform_operator_status(
         *installed_condition(package, out),
         generation=generation,
     )
+    conditions = up_to_date(conditions, out, generation)
     active = None
-    if out.record.active is not None:
+    gone = any(r.package == package and r.state is ChildState.MISSING for r in out.reports)
+    if out.record.active is not None and not gone:
         active = {"name": child_name(InputRef("PlatformOperator", name), package, primary=True)}
     status: dict[str, Any] = {
         "observedGeneration": generation,

@@ -3,7 +3,8 @@
 
 An input controller watches its inputs and their child BundleDeployments (mapped back through
 the ``pivoter.io/input`` annotation), the Bundles prepared for their pivots, the children of
-other inputs they depend on (:mod:`pivoter.resolutions.dependents`), and Catalogs whose
+other inputs they depend on (:mod:`pivoter.resolutions.dependents`), their ResolveSet revision
+ConfigMaps (one deleted by hand is noticed at once), and Catalogs whose
 ``Serving`` status flips; it re-resolves every input when a catalog's content changes
 (:meth:`pivoter.catalogs.CatalogCache.on_change`). The work is done by the shared
 :class:`~pivoter.resolutions.inputs.InputReconciler` and
@@ -29,7 +30,7 @@ from pivoter.resolutions.inputs import InputReconciler, Kind
 from pivoter.resolutions.metrics import InputMetrics
 from pivoter.resolutions.spec import from_resolution
 from pivoter.resolutions.status import resolution_status
-from pivoter.resolvesets import RevisionStore
+from pivoter.resolvesets import CONFIG_MAPS, REVISIONS_SELECTOR, RevisionStore, input_names
 
 __all__ = ["CONTROLLER_NAME", "RESOLUTIONS", "children_of", "register", "resolution_kind", "setup"]
 
@@ -95,6 +96,12 @@ def register(
     )
     # A pivot that is Preparing waits for its Bundles to unpack.
     controller.watch(manager.informer_for(BUNDLES), children_of(kind_name))
+    # A ResolveSet revision deleted or re-created by hand: its input verifies its active
+    # revision at once (every pass does), not at the next poll.
+    revisions = manager.informer_for(
+        CONFIG_MAPS, namespace=store.namespace, label_selector=REVISIONS_SELECTOR
+    )
+    controller.watch(revisions, lambda cm: input_names(cm, kind_name))
 
     def catalog_changed(_: CatalogChange) -> None:
         for input_name in every_input():

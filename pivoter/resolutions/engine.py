@@ -51,6 +51,7 @@ from pivoter.resolutions.record import Record
 from pivoter.resolutions.resolve import ResolveProblem, resolve
 from pivoter.resolutions.spec import InputSpec
 from pivoter.resolvesets import Revision, RevisionStore
+from resolver.explain import NotNewer
 from resolver.resolveset import ResolveSet, ResolveSetError
 from resolver.rules.inputs import Installed
 
@@ -88,9 +89,19 @@ class Outcome:
     """The held bundles the new selection depends on (None: not resolved in this pass)."""
     problem: str = ""
     """A ResolveSet revision found deleted or modified by hand, and what pivoter did."""
+    lost_active: int | None = None
+    """The active revision, found deleted or modified by hand in this pass (no longer active)."""
+    not_newer: tuple[NotNewer, ...] = ()
+    """Per requested package, the newest bundle the resolution did not take, and why."""
+    up_to_date: Status3 | None = None
+    """Whether the selection is the newest the catalogs offer, or the newest candidate not taken
+    and why (None: not resolved in this pass; the condition keeps its value)."""
     reports: list[ChildReport] = field(default_factory=list)
     requeue_after: float | None = None
     events: list[Event] = field(default_factory=list)
+    publish: Callable[[Outcome], None] | None = field(default=None, repr=False, compare=False)
+    """Writes the whole status of this outcome as it stands, mid-pass (set by the reconciler;
+    used when a pass finds a child deleted by hand, before it re-creates it)."""
 
 
 @dataclass
@@ -121,13 +132,25 @@ class Engine:
         The pass fills ``out`` (a new one by default) as it goes, so that a caller still has the
         events of what happened before a failure."""
         out = out if out is not None else Outcome(record=record)
-        children = Children(self.kube, spec.ref)
+        children = Children(self.kube, spec.ref, primary=spec.primary_package)
+        # Every path (a pivot in progress, a conflict, a pin) first checks that the active
+        # revision is still there: a revision deleted or edited by hand is never reported as
+        # active (``record.active`` is cleared, so no status write names it).
+        active = self._active(spec, record, out, children)
         if not record.pivoting:
             # What the other inputs hold is read, resolved against and claimed (the pivot's
             # record written) by one input at a time, so two inputs never both select a
             # package nobody holds yet.
             with self.claims:
-                started = self._resolve(obj, spec, record, out, persist=persist, children=children)
+                started = self._resolve(
+                    obj,
+                    spec,
+                    record,
+                    out,
+                    persist=persist,
+                    children=children,
+                    active=active,
+                )
             if not started:
                 return out
             if self.on_transition is not None and record.pivot is not None:
@@ -144,6 +167,7 @@ class Engine:
         *,
         persist: Persist,
         children: Children,
+        active: ResolveSet | None,
     ) -> bool:
         """Steps 1, 3 and 4 of the module docstring; True when a pivot was started (and its
         record persisted)."""
@@ -155,7 +179,6 @@ class Engine:
             out.requeue_after = CONFLICT_POLL
             self._observe_active(spec, out, children)
             return False
-        active = self._active(spec, record, out, children)
         target = self._target(obj, spec, record, out, active=active, children=children, peers=peers)
         if target is None:
             self._observe_active(spec, out, children)
@@ -163,14 +186,38 @@ class Engine:
         revision, target_rs = target
         out.selection = target_rs
         number = revision.number
+        if out.lost_active is not None and self._installs(children, target_rs):
+            # The active revision was deleted or edited by hand, and the rebuilt selection is
+            # exactly what the children install: it is the active revision now (no pivot, no
+            # approval: nothing changes on the cluster).
+            record.active = number
+            if record.last_successful in (None, out.lost_active):
+                record.last_successful = number
+            persist(record)
+            children.record_revision(number)
+            out.events.append(
+                (
+                    "Normal",
+                    "ResolveSetRebuilt",
+                    f"revision {number} records what is installed; it replaces revision "
+                    f"{out.lost_active}, which was deleted or modified by hand",
+                )
+            )
+        recreating: tuple[str, ...] = ()
         if number == record.active and not self._retry_asked(spec, record):
-            missing = self._observe_active(spec, out, children)
+            missing = self._observe_active(spec, out, children, recreating=True)
+            _freshness(out, target_rs, active)
             if not missing:
                 self._collect_garbage(spec, record)
                 return False
-            out.events.append(
-                ("Warning", "ChildMissing", f"re-creating the BundleDeployments of {missing}")
-            )
+            out.events.append(("Warning", "ChildMissing", _missing_text(out.reports)))
+            recreating = tuple(missing)
+            if out.publish is not None and not spec.paused:
+                # The re-creation may complete within this pass: say what happened first.
+                idle = out.progressing
+                out.progressing = ("True", "Pivoting", _missing_text(out.reports))
+                out.publish(out)
+                out.progressing = idle
         elif number == record.failed_revision and not self._retry_asked(spec, record):
             retry_at = record.retry_at()
             if retry_at is None or self.clock() < retry_at:
@@ -183,6 +230,16 @@ class Engine:
                     reason,
                     f"{message}. Revision {number} is tried again after a backoff, when the "
                     "selection changes, or now with the annotation pivoter.io/retry-now",
+                )
+                _freshness(
+                    out,
+                    target_rs,
+                    active,
+                    gate=(
+                        "RevisionFailed",
+                        f"revision {number} failed and is tried again after a backoff (or now "
+                        "with the annotation pivoter.io/retry-now)",
+                    ),
                 )
                 if retry_at is not None:
                     out.requeue_after = max(1.0, retry_at - self.clock())
@@ -200,6 +257,12 @@ class Engine:
                 "False",
                 "Paused",
                 f"paused: revision {number} ({summary(plan)}) waits until spec.paused is false",
+            )
+            _freshness(
+                out,
+                target_rs,
+                active,
+                gate=("Paused", f"revision {number} waits until spec.paused is false"),
             )
             self._observe_active(spec, out, children)
             return False
@@ -219,13 +282,27 @@ class Engine:
                 f"revision {number} ({summary(plan)}) waits for approval: "
                 f"pivoter approve {spec.ref.name} --revision {number}",
             )
+            _freshness(
+                out,
+                target_rs,
+                active,
+                gate=(
+                    "AwaitingApproval",
+                    f"revision {number} waits for Manual approval: pivoter approve "
+                    f"{spec.ref.name} --revision {number}",
+                ),
+            )
             self._observe_active(spec, out, children)
             return False
+        _freshness(
+            out, target_rs, active, gate=("Pivoting", f"revision {number} is being installed")
+        )
         machine = self._machine(children)
         record.pivot = machine.start(number, record.last_successful)
         record.last_attempted = number
         record.retry_token = spec.retry_token
         record.requested = tuple(spec.packages)
+        record.recreating = recreating
         persist(record)
         out.events.append(
             ("Normal", "PivotStarted", f"pivoting to revision {number}: {summary(plan)}")
@@ -283,14 +360,23 @@ class Engine:
         assert pivot is not None
         target = self._document(spec, pivot.revision)
         previous = self._document(spec, pivot.previous) if pivot.previous else None
+        lost = ""
         if target is None:
-            record.pivot = pivot.to(
-                Phase.FAILED,
-                message=f"ResolveSet revision {pivot.revision} was deleted or modified by hand "
-                "during the pivot; the pivot stopped. Retry with pivoter.io/retry-now",
+            lost = (
+                f"ResolveSet revision {pivot.revision} was deleted or modified by hand during the "
+                "pivot; the pivot stopped. Retry with pivoter.io/retry-now"
             )
+        elif pivot.phase is Phase.ROLLING_BACK and previous is None:
+            lost = (
+                f"{pivot.message}; the rollback stopped: ResolveSet revision {pivot.previous}, "
+                "the revision to go back to, was deleted or modified by hand"
+            )
+        if lost or target is None:
+            record.pivot = pivot.to(Phase.FAILED, message=lost)
             self._finish(record)
             persist(record)
+            self._describe_pivot(record.pivot, out)
+            self._observe_active(spec, out, children)
             return
         out.selection = target
         plan = PivotPlan(
@@ -320,6 +406,14 @@ class Engine:
         if current.phase.terminal:
             self._observe_active(spec, out, children)
             self._collect_garbage(spec, record)
+        else:
+            if not out.reports:
+                # Preparing reports no child: say how the children installed now are doing (a
+                # missing one is named while the pivot re-creates it), not "nothing installed".
+                requeue = out.requeue_after
+                self._observe_active(spec, out, children, recreating=True)
+                out.requeue_after = requeue
+            out.reports = _recreated(out.reports, record.recreating, target)
         self._describe_pivot(current, out)
 
     @staticmethod
@@ -383,7 +477,14 @@ class Engine:
                     f"revision of {spec.ref}: run pivoter history {spec.ref.name} and pin another",
                 )
                 out.selection = active
+                out.up_to_date = (UNKNOWN, "Pinned", "not compared with the catalogs: pinned")
                 return None
+            out.up_to_date = (
+                UNKNOWN,
+                "Pinned",
+                f"pinned to revision {spec.pinned}: not compared with the catalogs; pivoter "
+                f"unpin {spec.ref.name} follows them again",
+            )
             out.resolved = (
                 "True",
                 "Pinned",
@@ -407,17 +508,20 @@ class Engine:
             selection = resolve(sources, spec.requests, installed, held=holdings)
         except catalog_selection.SelectorError as err:
             out.resolved = ("False", "InvalidSelector", str(err))
+            out.up_to_date = (UNKNOWN, "NotResolved", "not resolved: see the Resolved condition")
             out.selection = active
             self._count_resolution(spec, "InvalidSelector", began)
             return None
         except ResolveProblem as problem:
             out.resolved = ("False", problem.reason, str(problem))
+            out.up_to_date = (UNKNOWN, "NotResolved", "not resolved: see the Resolved condition")
             out.explanation = problem.explanation
             out.selection = active
             self._count_resolution(spec, problem.reason, began)
             return None
         self._count_resolution(spec, "resolved", began)
         out.shared = peers.shared(selection.shared)
+        out.not_newer = selection.not_newer
         document, orphans = _keep_installed(selection.document, active)
         revision = self.store.write(spec.ref, document, after=record.highest, owner=obj)
         if active is not None and record.active is not None and revision.number != record.active:
@@ -460,11 +564,17 @@ class Engine:
         document, message = self._check_revision(spec, record.active)
         if not message:
             return document
-        self._report_modified(
-            out,
-            f"{message}; pivoter rebuilt the installed state from the BundleDeployments and "
-            "records the selection as a new revision",
-        )
+        if record.pivoting:
+            what = "the pivot in progress goes on; revision"
+            target = record.pivot.revision if record.pivot else None
+            what = f"{what} {target} becomes active when it completes"
+        else:
+            what = (
+                "pivoter rebuilt the installed state from the BundleDeployments and records the "
+                "selection as a new revision"
+            )
+        self._report_modified(out, f"{message}; {what}")
+        out.lost_active = record.active
         record.active = None
         return None
 
@@ -493,10 +603,21 @@ class Engine:
                 installed.append(Installed(name=str(bundle), package=package, version=str(version)))
         return installed
 
+    def _installs(self, children: Children, document: ResolveSet) -> bool:
+        """Whether the children install exactly the bundles of ``document``."""
+        wanted = {(i.package, i.name, i.version) for i in document.installed()}
+        have = {(i.package, i.name, i.version) for i in self._installed_from(children)}
+        return bool(wanted) and wanted == have
+
     def _document(self, spec: InputSpec, number: int | None) -> ResolveSet | None:
         if number is None:
             return None
         return self._read(self.store.get(spec.ref, number))
+
+    @staticmethod
+    def read(revision: Revision | None) -> ResolveSet | None:
+        """The ResolveSet of ``revision`` when it is intact and readable, else None."""
+        return Engine._read(revision)
 
     @staticmethod
     def _read(revision: Revision | None) -> ResolveSet | None:
@@ -509,18 +630,25 @@ class Engine:
 
     # -- observation -------------------------------------------------------------------------------
 
-    def _observe_active(self, spec: InputSpec, out: Outcome, children: Children) -> list[str]:
-        """Report the children of the active revision; return the packages whose child is
-        missing."""
+    def _observe_active(
+        self, spec: InputSpec, out: Outcome, children: Children, *, recreating: bool = False
+    ) -> list[str]:
+        """Report the children of the active revision (``recreating``: a missing one is about
+        to be created again); return the packages whose child is missing. With no active
+        revision (never installed, or lost to a hand edit), report the children that exist: what
+        runs is still reported, never "nothing is installed"."""
         record = out.record
         if record.active is None:
+            out.reports = [children.report(p, bd) for p, bd in sorted(children.list().items())]
             return []
         document = self._document(spec, record.active)
         if document is None:
             return []
         existing = children.list()
+        missing = "was deleted; re-creating it" if recreating else "was deleted"
         out.reports = [
-            children.report(e.package, existing.get(e.package)) for e in document.entries
+            children.report(e.package, existing.get(e.package), bundle=e.bundle, missing=missing)
+            for e in document.entries
         ]
         if out.selection is None:
             out.selection = document
@@ -578,6 +706,67 @@ def _keep_installed(
     if not orphans:
         return document, []
     return replace(document, entries=tuple(entries)), orphans
+
+
+UNKNOWN = "Unknown"
+
+
+def _freshness(
+    out: Outcome,
+    target: ResolveSet,
+    active: ResolveSet | None,
+    *,
+    gate: tuple[str, str] | None = None,
+) -> None:
+    """Set ``out.up_to_date``: each bundle of ``target`` not active yet and the ``gate`` (reason,
+    words) that holds it back, then the newest bundle of each requested package that the
+    resolution did not take with the resolver's reason (docs/pivot.md, "Why not newer")."""
+    lines: list[str] = []
+    reason = ""
+    if gate is not None:
+        installed = {e.package: e.bundle for e in active.entries} if active else {}
+        held_back = [e for e in target.entries if installed.get(e.package) != e.bundle]
+        if held_back:
+            reason = gate[0]
+            lines += [
+                f"{e.package} {e.version} ({e.bundle}) is not taken: {gate[1]}" for e in held_back
+            ]
+    lines += [n.text() for n in out.not_newer]
+    if not lines:
+        out.up_to_date = (
+            "True",
+            "Newest",
+            f"nothing newer is offered for the requested packages ({_bundles(target)})",
+        )
+        return
+    out.up_to_date = ("False", reason or out.not_newer[0].reason, "; ".join(lines))
+
+
+def _recreated(
+    reports: list[ChildReport], recreating: tuple[str, ...], target: ResolveSet
+) -> list[ChildReport]:
+    """The status' view of a pivot that re-creates children deleted by hand: each of them that
+    is not ready again is reported as missing, with what happened and where it stands."""
+    if not recreating:
+        return reports
+    bundles = {e.package: e.bundle for e in target.entries}
+    result = []
+    for r in reports:
+        if r.package not in recreating or r.state in (ChildState.READY, ChildState.MISSING):
+            result.append(r)
+            continue
+        now = f"{r.state.value}: {r.message}" if r.message else r.state.value
+        message = (
+            f"BundleDeployment {r.name} (bundle {bundles.get(r.package, r.package)}) was "
+            f"deleted; re-creating it (now {now})"
+        )
+        result.append(ChildReport(r.package, r.name, ChildState.MISSING, message, r.reason))
+    return result
+
+
+def _missing_text(reports: list[ChildReport]) -> str:
+    """The ChildMissing Event: each missing child, its bundle, and what pivoter does."""
+    return "; ".join(r.message for r in reports if r.state is ChildState.MISSING)
 
 
 def _bundles(document: ResolveSet) -> str:

@@ -9,13 +9,15 @@ deletion means for it. Used by :mod:`pivoter.resolutions.controller` and
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from pivoter.controller.controller import Result
 from pivoter.kube import MERGE_PATCH, EventRecorder, Kube, NotFound, Resource
-from pivoter.pivot import Children
+from pivoter.pivot import Children, ChildState, UninstallableBundle, desired_child, state_of
+from pivoter.pivot.state import parse_time
 from pivoter.resolutions.engine import Engine, Outcome
 from pivoter.resolutions.record import Record
 from pivoter.resolutions.spec import InputSpec
@@ -25,6 +27,11 @@ __all__ = ["FINALIZER", "InputReconciler", "Kind"]
 log = logging.getLogger(__name__)
 
 FINALIZER = "pivoter.io/cleanup"
+ANNOTATION_UNINSTALLING = "pivoter.io/uninstalling"
+"""On an input being deleted, once it started deleting its children."""
+ANNOTATION_ADOPTING = "pivoter.io/adopting"
+"""On a child re-created while its input is being deleted: it is deleted once installed (so its
+uninstall covers the objects a child deleted by hand left in place)."""
 DELETE_POLL = 2.0
 
 
@@ -65,7 +72,12 @@ class InputReconciler:
         def persist(current: Record) -> None:
             self._patch_status(name, current.to_status())
 
-        out = Outcome(record=record)
+        def publish(now: Outcome) -> None:
+            # What a pass found before it acts (a child deleted by hand, before its pivot):
+            # written even when the pass then heals it before its own status write.
+            self._patch_status(name, self.kind.status_of(obj, now, spec.generation))
+
+        out = Outcome(record=record, publish=publish)
         try:
             self.engine.reconcile(obj, spec, record, persist, out)
             status = self.kind.status_of(obj, out, spec.generation)
@@ -85,13 +97,20 @@ class InputReconciler:
         metadata = obj["metadata"]
         if FINALIZER not in (metadata.get("finalizers") or []):
             return None
-        children = Children(self.kube, spec.ref)
+        children = Children(self.kube, spec.ref, primary=spec.primary_package)
         policy = self.kind.deletion_policy(obj)
         remaining = children.list()
+        uninstalling = bool((metadata.get("annotations") or {}).get(ANNOTATION_UNINSTALLING))
         if policy == "Orphan":
             for bd in remaining.values():
                 children.orphan(str(bd["metadata"]["name"]))
+        elif not uninstalling and self._adopting(obj, spec, children, remaining):
+            return Result(requeue_after=DELETE_POLL)
         elif remaining:
+            if not uninstalling:
+                # From here on a missing child is one this deletion removed: never re-created.
+                marker = {"metadata": {"annotations": {ANNOTATION_UNINSTALLING: "true"}}}
+                self.kube.merge_patch(self.kind.resource, str(metadata["name"]), marker)
             for bd in remaining.values():
                 if not bd["metadata"].get("deletionTimestamp"):
                     children.delete(str(bd["metadata"]["name"]))
@@ -100,6 +119,56 @@ class InputReconciler:
         kept = "orphaned" if policy == "Orphan" else "removed"
         log.info("%s: deleted; what it installed was %s", spec.ref, kept)
         return None
+
+    def _adopting(
+        self,
+        obj: Mapping[str, Any],
+        spec: InputSpec,
+        children: Children,
+        remaining: Mapping[str, Any],
+    ) -> bool:
+        """Before the children are deleted: re-create each child of the active revision that
+        is missing (one deleted by hand may have left its objects in place, docs/pivot.md) and
+        wait until it is installed, so that its uninstall removes those objects too. True while
+        waiting; gives up after the progress deadline (counted from the deletion)."""
+        record = Record.from_status(obj.get("status"))
+        if record.active is None:
+            return False
+        since = parse_time(str(obj["metadata"].get("deletionTimestamp") or ""))
+        if since is not None and time.time() - since > spec.progress_deadline:
+            log.warning("%s: deleting without the children it could not re-create", spec.ref)
+            return False
+        document = self.engine.read(self.engine.store.get(spec.ref, record.active))
+        if document is None:
+            return False
+        waiting = False
+        for entry in document.entries:
+            bd = remaining.get(entry.package)
+            if bd is None:
+                try:
+                    desired = desired_child(
+                        spec.ref,
+                        entry,
+                        revision=record.active,
+                        owner=obj,
+                        service_account=spec.service_account,
+                        primary=entry.package == spec.primary_package,
+                    )
+                except UninstallableBundle:
+                    continue
+                desired["metadata"]["annotations"][ANNOTATION_ADOPTING] = "true"
+                log.info(
+                    "%s: re-creating %s to uninstall it", spec.ref, desired["metadata"]["name"]
+                )
+                children.apply(desired)
+                waiting = True
+                continue
+            annotations = bd["metadata"].get("annotations") or {}
+            adopting = entry.package in record.recreating or annotations.get(ANNOTATION_ADOPTING)
+            if adopting and not bd["metadata"].get("deletionTimestamp"):
+                state, _, _ = state_of(bd)
+                waiting = waiting or state in (ChildState.PENDING, ChildState.UNPACK_PENDING)
+        return waiting
 
     def _finalizers(self, obj: Mapping[str, Any], finalizers: list[str]) -> dict[str, Any]:
         patch = {

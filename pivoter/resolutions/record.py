@@ -36,6 +36,9 @@ class Record:
     requested: tuple[str, ...] = ()
     """The packages requested when the last pivot started: one of them that is no longer
     requested is uninstalled (unless something else still requires it)."""
+    recreating: tuple[str, ...] = ()
+    """The packages whose child was deleted by hand, when the last pivot started to re-create
+    them: the status names them until they are back."""
 
     @property
     def highest(self) -> int:
@@ -64,6 +67,7 @@ class Record:
                 "failedAt": now_iso(self.failed_at) if self.failed_at else None,
                 "retryToken": self.retry_token or None,
                 "requested": list(self.requested) or None,
+                "recreating": list(self.recreating) or None,
             }
         )
         return {
@@ -94,5 +98,13 @@ class Record:
             failures=number(pivot.get("failures")) or 0,
             failed_at=parse_time(pivot.get("failedAt")),
             retry_token=str(pivot.get("retryToken") or ""),
-            requested=tuple(str(p) for p in pivot.get("requested") or ()),
+            requested=_strings(pivot.get("requested")),
+            recreating=_strings(pivot.get("recreating")),
         )
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    """A list of strings kept in status (anything else, e.g. edited by hand, reads as none)."""
+    if not isinstance(value, list):
+        return ()
+    return tuple(str(v) for v in value if isinstance(v, str | int))

@@ -1,7 +1,8 @@
 """One resolution of an input: its requests against its catalogs, with what is installed and
 what the other inputs hold.
 
-Returns a :class:`Selection` (the input's own ResolveSet and the held bundles it depends on) or
+Returns a :class:`Selection` (the input's own ResolveSet, the held bundles it depends on and,
+per requested package, the newest bundle not taken and why) or
 raises :class:`ResolveProblem` with a reason and a message a
 person can act on (no catalog, unsatisfiable with the minimal explanation, a bad request).
 Called by :mod:`pivoter.resolutions.engine`; the resolver itself is :mod:`resolver`.
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from resolver import profiles, resolveset
+from resolver.explain import NotNewer, why_not_newer
 from resolver.resolveset import ResolveSet
 from resolver.rules.inputs import (
     CatalogSource,
@@ -54,6 +56,8 @@ class Selection:
 
     document: ResolveSet
     shared: tuple[SharedChoice, ...] = ()
+    not_newer: tuple[NotNewer, ...] = ()
+    """Per requested package that has newer bundles: the newest one not taken, and why."""
 
 
 def resolve(
@@ -77,6 +81,9 @@ def resolve(
         requests=list(requests),
         installed=list(installed),
         held=list(held),
+        # "Why not newer" for the status: the newest candidates of each requested package
+        # (one beyond those another channel rules out), as ``pivoter resolve --explain`` says.
+        options={"explain": True, "why_not_newer_limit": 1},
     )
     try:
         result = profiles.get(profile)(inp)
@@ -99,4 +106,5 @@ def resolve(
         ]
     )
     document = resolveset.from_choices(result.choices, inputs_digest=digest, profile=profile)
-    return Selection(document, tuple(result.shared))
+    not_newer = (why_not_newer(r.package, result.why_not.get(r.package) or ()) for r in requests)
+    return Selection(document, tuple(result.shared), tuple(n for n in not_newer if n is not None))

@@ -1,9 +1,9 @@
 """A Resolution's status from an engine :class:`~pivoter.resolutions.engine.Outcome`.
 
-Conditions ``Resolved``, ``Conflict``, ``Progressing``, ``Installed``, ``Healthy`` and the summary
-``Ready``, each with the generation it was computed for; the current selection, the explanation
-when unsatisfiable, the pending plan and the revision record. Also the child summaries the
-PlatformOperator status reuses. Pure functions.
+Conditions ``Resolved``, ``Conflict``, ``Progressing``, ``Installed``, ``Healthy``, the summary
+``Ready`` and ``UpToDate`` (why not newer), each with the generation it was computed for; the
+current selection, the explanation when unsatisfiable, the pending plan and the revision record.
+Also the child summaries and ``UpToDate`` the PlatformOperator status reuses. Pure functions.
 """
 
 from __future__ import annotations
@@ -13,10 +13,17 @@ from typing import Any
 
 from pivoter.apis import pivoter as api
 from pivoter.controllers.conditions import FALSE, TRUE, UNKNOWN, find, set_condition
-from pivoter.pivot import ChildReport, ChildState, Phase
+from pivoter.pivot import REASON_CHILD_MISSING, ChildReport, ChildState, Phase
 from pivoter.resolutions.engine import Outcome, Status3
 
-__all__ = ["TYPE_CONFLICT", "healthy", "installed", "resolution_status", "shared_dependencies"]
+__all__ = [
+    "TYPE_CONFLICT",
+    "healthy",
+    "installed",
+    "resolution_status",
+    "shared_dependencies",
+    "up_to_date",
+]
 
 TYPE_CONFLICT = "Conflict"
 READY_PROGRESS = ("Idle", "Succeeded")
@@ -49,13 +56,23 @@ def installed(out: Outcome) -> Status3:
 
 
 def healthy(out: Outcome) -> Status3:
-    """``Healthy`` from the children of the revision in view."""
+    """``Healthy`` from the children of the revision in view. A child deleted by hand is named
+    (``ChildMissing``), whatever the other children's state."""
     reports = out.reports
     if not reports:
-        return UNKNOWN, "NotInstalled", "nothing is installed yet"
+        if out.record.active is None:
+            return UNKNOWN, "NotInstalled", "nothing is installed yet"
+        return (
+            UNKNOWN,
+            "HealthUnknown",
+            f"the children of revision {out.record.active} were not read",
+        )
     if all(r.state is ChildState.READY for r in reports):
         return TRUE, "Healthy", f"all {len(reports)} BundleDeployments are healthy"
+    missing = [r for r in reports if r.state is ChildState.MISSING]
     unhealthy = [r for r in reports if r.state is ChildState.UNHEALTHY]
+    if missing:
+        return FALSE, REASON_CHILD_MISSING, _join(missing + unhealthy)
     if unhealthy:
         return FALSE, "Unhealthy", _join(unhealthy)
     return UNKNOWN, "HealthUnknown", _join([r for r in reports if r.state is not ChildState.READY])
@@ -79,9 +96,31 @@ def shared_dependencies(out: Outcome) -> dict[str, Any]:
     return {"sharedDependencies": listed or None}
 
 
+def up_to_date(
+    conditions: list[dict[str, Any]], out: Outcome, generation: int
+) -> list[dict[str, Any]]:
+    """``conditions`` with ``UpToDate``: set when this pass resolved (or found a pin), kept as
+    it was otherwise (a pivot in progress); shared by the input kinds."""
+    result = [dict(c) for c in conditions]
+    if out.up_to_date is not None:
+        set_condition(result, api.TYPE_UP_TO_DATE, *out.up_to_date, generation=generation)
+    elif find(result, api.TYPE_UP_TO_DATE) is None:
+        set_condition(
+            result,
+            api.TYPE_UP_TO_DATE,
+            UNKNOWN,
+            "NotResolved",
+            "not compared with the catalogs yet",
+            generation=generation,
+        )
+    return result
+
+
 def _join(reports: list[ChildReport]) -> str:
     return "; ".join(
-        f"{r.package} ({r.name or 'no BundleDeployment'}): {r.state.value}: {r.message}"
+        r.message
+        if r.state is ChildState.MISSING
+        else f"{r.package} ({r.name or 'no BundleDeployment'}): {r.state.value}: {r.message}"
         for r in reports[:10]
     )
 
@@ -107,6 +146,7 @@ def resolution_status(obj: Mapping[str, Any], out: Outcome, generation: int) -> 
     put(api.TYPE_INSTALLED, installed(out))
     put(api.TYPE_HEALTHY, healthy(out))
     put(api.TYPE_READY, _ready(conditions, out))
+    conditions[:] = up_to_date(conditions, out, generation)
     selection = out.selection
     status: dict[str, Any] = {
         "observedGeneration": generation,

@@ -14,10 +14,12 @@ from pivoter.resolvesets.document import (
     ANNOTATION_INPUT,
     ANNOTATION_SELECTION_HASH,
     DATA_KEY,
+    REVISIONS_SELECTOR,
     Revision,
     checksum,
     decode,
     encode,
+    input_names,
     selector,
 )
 from pivoter.resolvesets.history import revisions_to_remove
@@ -49,6 +51,7 @@ __all__ = [
     "LABEL_INPUT_NAME",
     "LABEL_REVISION",
     "LABEL_SELECTION_HASH",
+    "REVISIONS_SELECTOR",
     "InputRef",
     "Revision",
     "RevisionState",
@@ -58,6 +61,7 @@ __all__ = [
     "checksum",
     "decode",
     "encode",
+    "input_names",
     "label_value",
     "revision_name",
     "revisions_to_remove",

@@ -33,10 +33,12 @@ __all__ = [
     "ANNOTATION_INPUT",
     "ANNOTATION_SELECTION_HASH",
     "DATA_KEY",
+    "REVISIONS_SELECTOR",
     "Revision",
     "checksum",
     "decode",
     "encode",
+    "input_names",
     "selector",
 ]
 
@@ -82,6 +84,26 @@ class Revision:
 def selector(ref: InputRef) -> str:
     """The label selector of every revision of ``ref``."""
     return f"{LABEL_INPUT_KIND}={ref.kind_label},{LABEL_INPUT_NAME}={label_value(ref.name)}"
+
+
+REVISIONS_SELECTOR = LABEL_INPUT_KIND
+"""The label selector of every revision ConfigMap (of every input), for the input controllers'
+watch: a revision deleted or re-created by hand is noticed at once."""
+
+
+def input_names(config_map: Mapping[str, Any], kind: str) -> list[str]:
+    """The name of the input of ``kind`` a revision ConfigMap belongs to (by its
+    ``pivoter.io/input`` annotation, else its input-name label), for a watch to queue."""
+    metadata = config_map.get("metadata") or {}
+    annotations = metadata.get("annotations") or {}
+    labels = metadata.get("labels") or {}
+    owner_kind, _, name = str(annotations.get(ANNOTATION_INPUT) or "").partition("/")
+    if owner_kind and name:
+        return [name] if owner_kind == kind else []
+    if str(labels.get(LABEL_INPUT_KIND) or "") != kind.lower():
+        return []
+    name = str(labels.get(LABEL_INPUT_NAME) or "")
+    return [name] if name else []
 
 
 def encode(ref: InputRef, number: int, resolveset: ResolveSet, namespace: str) -> dict[str, Any]:

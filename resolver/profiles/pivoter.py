@@ -507,7 +507,14 @@ class Pivoter:
             objectives = self.objectives(engine)
             fixed = engine.optimize(objectives)
             selected = set(engine.canonical_model(fixed, self.canonical_order())) & set(self.vars)
-            why = self._why_not(engine, selected, objectives) if explain else {}
+            limit = self.inp.options.get("why_not_newer_limit")
+            why = (
+                self._why_not(
+                    engine, selected, objectives, limit if isinstance(limit, int) else None
+                )
+                if explain
+                else {}
+            )
         choices = []
         for vid in self.order:
             if vid not in selected or self._is_held(self.vars[vid]):
@@ -543,9 +550,15 @@ class Pivoter:
         ]
 
     def _why_not(
-        self, engine: Engine, selected: set[str], objectives: Sequence[Objective]
+        self,
+        engine: Engine,
+        selected: set[str],
+        objectives: Sequence[Objective],
+        limit: int | None = None,
     ) -> dict[str, list[str]]:
-        """For each requested package, why every newer bundle of its channel was not chosen."""
+        """For each requested package, why every newer bundle was not chosen: those outside the
+        requested channels say so; ``limit`` caps how many of the others are explained (newest
+        first; each may cost solver calls)."""
         result: dict[str, list[str]] = {}
         for r in self.requests:
             chosen = next(
@@ -562,12 +575,19 @@ class Pivoter:
             pool = [
                 c
                 for c in self.index.candidates(r.req.package)
-                if c.version is not None
-                and c.version > chosen.version
-                and (not r.req.channels or set(r.req.channels) & set(c.channels))
+                if c.version is not None and c.version > chosen.version
             ]
+            explained = 0
             for cand in self._sorted(pool):
                 vid = self._vid(cand)
+                in_channel = not r.req.channels or bool(set(r.req.channels) & set(cand.channels))
+                if not in_channel:
+                    why = r.rejected.get(vid) or f"not in channel {' or '.join(r.req.channels)}"
+                    lines.append(f"{cand.name} {cand.bundle.version}: {why}")
+                    continue
+                if limit is not None and explained >= limit:
+                    continue
+                explained += 1
                 if vid in r.rejected:
                     lines.append(f"{cand.name} {cand.bundle.version}: {r.rejected[vid]}")
                     continue
@@ -580,6 +600,10 @@ class Pivoter:
                     )
                     continue
                 worse = self._worse_level(engine, lit, objectives)
+                channel = next(iter(r.req.channels), "")
+                deprecation = self.index.deprecated(cand, channel) if LEVELS[1] in worse else ""
+                if deprecation:
+                    worse += f" (its catalog deprecates it: {deprecation})"
                 lines.append(f"{cand.name} {cand.bundle.version}: {worse}")
             result[r.req.package] = lines
         return result
