@@ -65,6 +65,8 @@ def _normalize(value: Any, slow: list[str]) -> Any:
             return value
         return _placeholder(go_number(value), slow)
     if isinstance(value, float):
+        if value == 0 and math.copysign(1.0, value) < 0:
+            return _placeholder("-0", slow)  # Go writes negative zero as -0; int() would drop it
         if value.is_integer() and abs(value) <= _MAX_EXACT:
             return int(value)
         text = go_number(value)

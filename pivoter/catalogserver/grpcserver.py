@@ -9,6 +9,7 @@ reach clients as UNKNOWN).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from concurrent import futures
 from typing import Any
@@ -16,9 +17,10 @@ from typing import Any
 import grpc
 from google.protobuf import struct_pb2
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
 
+from pivoter.catalogserver import grpclog, reflection
 from pivoter.catalogserver.registry import RegistryError, RegistryView
+from pivoter.catalogserver.stale import StaleInterceptor, StaleReason
 from resolver.catalog.model import GVK
 from resolver.catalog.registryapi import registry_pb2 as api
 
@@ -26,7 +28,7 @@ SERVICE_NAMES = (
     api.DESCRIPTOR.services_by_name["Registry"].full_name,
     api.DESCRIPTOR.services_by_name["ExperimentalRegistry"].full_name,
     health.SERVICE_NAME,
-    reflection.SERVICE_NAME,
+    *reflection.SERVICE_NAMES,
 )
 """Every service the server registers (and lists through reflection)."""
 
@@ -198,9 +200,31 @@ class _AlwaysServing(health_pb2_grpc.HealthServicer):  # type: ignore[misc]
     """Health ``Check`` answers SERVING for any service name, as opm's does; the process only
     listens once a catalog is loaded, so being reachable means being ready."""
 
+    def __init__(self, max_watches: int) -> None:
+        self._watches = threading.BoundedSemaphore(max_watches)
+
     def Check(self, request: Any, context: Any) -> Any:
         """Report SERVING."""
         return health_pb2.HealthCheckResponse(status=health_pb2.HealthCheckResponse.SERVING)
+
+    def Watch(self, request: Any, context: Any) -> Iterator[Any]:
+        """Send SERVING, then hold the stream open (the status never changes) until the client
+        leaves or the server stops, as grpc-go's health server does.
+
+        Each open Watch holds a worker thread: at most ``max_watches`` at once, so that watchers
+        can never take every worker; one more is refused with RESOURCE_EXHAUSTED.
+        """
+        if not self._watches.acquire(blocking=False):
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, "too many health watches open")
+        try:
+            done = threading.Event()
+            if not context.add_callback(done.set):
+                return  # the RPC has already ended
+            yield health_pb2.HealthCheckResponse(status=health_pb2.HealthCheckResponse.SERVING)
+            while context.is_active() and not done.wait(timeout=5.0):
+                pass
+        finally:
+            self._watches.release()
 
 
 def build_server(
@@ -209,10 +233,16 @@ def build_server(
     address: str,
     max_workers: int = 8,
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    stale: StaleReason | None = None,
 ) -> tuple[grpc.Server, int]:
-    """Return a started-ready (not yet started) server bound to ``address`` and its port."""
+    """Return a started-ready (not yet started) server bound to ``address`` and its port.
+
+    ``stale`` says why the catalog served is stale (None: current); registry answers then carry
+    it in their metadata (:mod:`pivoter.catalogserver.stale`).
+    """
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="grpc"),
+        interceptors=[StaleInterceptor(stale)] if stale is not None else None,
         options=[
             ("grpc.max_receive_message_length", max_message_bytes),
             ("grpc.max_send_message_length", -1),
@@ -225,9 +255,17 @@ def build_server(
             _generic_handler("ExperimentalRegistry", ExperimentalRegistryServicer(view)),
         )
     )
-    health_pb2_grpc.add_HealthServicer_to_server(_AlwaysServing(), server)
-    reflection.enable_server_reflection(SERVICE_NAMES, server)
-    port = server.add_insecure_port(address)
+    health_pb2_grpc.add_HealthServicer_to_server(
+        _AlwaysServing(max_watches=max(1, max_workers // 2)), server
+    )
+    reflection.enable(server, SERVICE_NAMES)
+    grpclog.install()  # a malformed request is one log line, not a traceback
+    try:
+        port = server.add_insecure_port(address)
+    except RuntimeError:  # grpcio >= 1.60 raises where older releases returned 0
+        port = 0
     if port == 0:
-        raise OSError(f"cannot listen for gRPC on {address}")
+        raise OSError(
+            f"cannot listen for gRPC on {address}: the port is in use or the host is unknown"
+        )
     return server, port

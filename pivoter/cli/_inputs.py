@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pivoter.cli.exitcodes import ExitCode
+from pivoter.cli.flags import InputSpec, Name, TextFile
 from pivoter.cli.output import add_output_flag, error
 from pivoter.kube import Kube, KubeConfigError, KubeError, NotFound, Resource, load_client
 from pivoter.platformoperators import PLATFORM_OPERATORS
@@ -53,12 +54,18 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "input",
         metavar="INPUT",
+        type=InputSpec(),
         help="a Resolution name, or resolution/NAME or platformoperator/NAME",
     )
-    parser.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then ~/.kube)")
+    parser.add_argument(
+        "--kubeconfig",
+        type=TextFile("kubeconfig"),
+        help="kubeconfig file (default: in-cluster, then ~/.kube)",
+    )
     parser.add_argument(
         "--namespace",
         default=DEFAULT_NAMESPACE,
+        type=Name("dns-label", "namespace"),
         help=f"pivoter's namespace, where revisions are kept (default {DEFAULT_NAMESPACE})",
     )
     add_output_flag(parser)

@@ -12,6 +12,7 @@ import argparse
 from pivoter.cli._common import Subparsers, add_command
 from pivoter.cli._inputs import InputError, Target, add_input_arguments, run_on_input
 from pivoter.cli.exitcodes import ExitCode
+from pivoter.cli.flags import Count
 from pivoter.cli.output import emit
 from pivoter.resolutions import ANNOTATION_APPROVED_REVISION
 
@@ -25,7 +26,10 @@ def register(subparsers: Subparsers) -> None:
     )
     add_input_arguments(parser)
     parser.add_argument(
-        "--revision", type=int, metavar="N", help="the revision to approve (default: the plan's)"
+        "--revision",
+        type=Count(),
+        metavar="N",
+        help="the revision to approve (default: the plan's)",
     )
     parser.set_defaults(handler=run)
 

@@ -19,6 +19,7 @@ from pivoter.cli import catalog_diff, catalog_graph, catalog_test
 from pivoter.cli._common import Subparsers, add_command, unavailable
 from pivoter.cli.catalog_serve import add_serve, add_source_options, open_catalog
 from pivoter.cli.exitcodes import ExitCode
+from pivoter.cli.flags import CatalogLocation, Directory
 from pivoter.cli.output import add_output_flag, emit, error
 from resolver.catalog.errors import CatalogLoadError
 from resolver.catalog.load import load_directory
@@ -73,7 +74,9 @@ def _add_cache_flag(parser: argparse.ArgumentParser) -> None:
 
 
 def _setup_validate(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("directory", metavar="DIR", help="file-based catalog directory")
+    parser.add_argument(
+        "directory", metavar="DIR", type=Directory("catalog"), help="file-based catalog directory"
+    )
     _add_cache_flag(parser)
     parser.set_defaults(handler=_validate)
 
@@ -82,6 +85,7 @@ def _setup_render(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "source",
         metavar="SOURCE",
+        type=CatalogLocation(),
         help="catalog directory (or file:// URL), catalogd URL (http[s]://) or grpc[s]://host:port",
     )
     _add_cache_flag(parser)

@@ -16,6 +16,7 @@ import subprocess
 import sys
 
 from pivoter.cli.exitcodes import ExitCode
+from pivoter.cli.flags import Count, Directory, Name, OutputPath, Seconds
 from pivoter.cli.output import error
 from resolver.catalog.errors import CatalogLoadError
 from resolver.channeltest.graph import channel_graphs
@@ -28,25 +29,34 @@ FORMATS["mermaid"] = "mermaid"
 
 def setup(parser: argparse.ArgumentParser) -> None:
     """Add ``catalog graph``'s arguments and handler to its parser."""
-    parser.add_argument("directory", metavar="DIR", help="file-based catalog directory")
-    parser.add_argument("--package", required=True, help="the package to draw")
-    parser.add_argument("--channel", help="draw only this channel (default: every channel)")
+    parser.add_argument(
+        "directory", metavar="DIR", type=Directory("catalog"), help="file-based catalog directory"
+    )
+    parser.add_argument(
+        "--package", required=True, type=Name("text", "--package"), help="the package to draw"
+    )
+    parser.add_argument(
+        "--channel",
+        type=Name("text", "--channel"),
+        help="draw only this channel (default: every channel)",
+    )
     parser.add_argument(
         "-o",
         "--output",
         required=True,
+        type=OutputPath("-o", stdout=tuple(FORMATS), extensions=tuple(FORMATS)),
         metavar="OUT",
         help="out.svg, out.png, out.dot or out.mmd; or svg|png|dot|mermaid for stdout",
     )
     parser.add_argument(
         "--max-nodes",
-        type=int,
+        type=Count(maximum=1_000_000),
         default=DEFAULT_MAX_NODES,
         help=f"refuse to draw more bundles than this (default {DEFAULT_MAX_NODES})",
     )
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=Seconds(),
         default=60.0,
         help="seconds graphviz may take to lay the graph out (default 60)",
     )

@@ -27,6 +27,8 @@ from pivoter.catalogs.reconciler import CATALOGS
 from pivoter.catalogserver.httpserver import CatalogHTTPServer
 from pivoter.catalogserver.reload import Reloader
 from pivoter.cli.exitcodes import ExitCode
+from pivoter.cli.flags import Count, HostPort, Seconds, TextFile, Url, VersionText
+from pivoter.cli.listen import check_bindable
 from pivoter.cli.output import emit, error
 from pivoter.controllers.conditions import find
 from pivoter.kube import Kube, KubeConfigError, KubeError, NotFound, load_client
@@ -105,30 +107,40 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "per step, with the pivoter daemon running there",
     )
     group.add_argument(
-        "--from", dest="start", metavar="VERSION", help="starting version (default: the lowest)"
+        "--from",
+        dest="start",
+        metavar="VERSION",
+        type=VersionText(what="--from"),
+        help="starting version (default: the lowest)",
     )
-    group.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then ~/.kube)")
+    group.add_argument(
+        "--kubeconfig",
+        type=TextFile("kubeconfig"),
+        help="kubeconfig file (default: in-cluster, then ~/.kube)",
+    )
     group.add_argument(
         "--serve-address",
         default="127.0.0.1:0",
+        type=HostPort("--serve-address"),
         metavar="HOST:PORT",
         help="where this process serves the catalog (default 127.0.0.1, a free port)",
     )
     group.add_argument(
         "--catalog-url",
         metavar="URL",
+        type=Url(("http", "https")),
         help="the URL the daemon reads the served catalog at (default: from --serve-address)",
     )
     group.add_argument(
         "--progress-deadline",
-        type=int,
+        type=Count(),
         default=120,
         metavar="SECONDS",
         help="the temporary Resolution's progressDeadlineSeconds (default 120)",
     )
     group.add_argument(
         "--step-timeout",
-        type=float,
+        type=Seconds(),
         default=300.0,
         metavar="SECONDS",
         help="give up on a step after this long (default 300)",
@@ -150,6 +162,11 @@ def run(args: argparse.Namespace, catalog: Catalog) -> int:
         error(f"--serve-address {args.serve_address!r}: expected HOST:PORT")
         return int(ExitCode.USAGE)
     try:
+        check_bindable(host, int(port), "--serve-address")
+    except OSError as exc:
+        error(str(exc))
+        return int(ExitCode.FAILURE)
+    try:
         kube = Kube(load_client(args.kubeconfig))
     except KubeConfigError as exc:
         error(str(exc))
@@ -159,7 +176,11 @@ def run(args: argparse.Namespace, catalog: Catalog) -> int:
     reloader = Reloader(args.target, name="live")
     reloader.start()
     server = CatalogHTTPServer(
-        (host, int(port)), name="live", snapshot=lambda: reloader.current, metrics=None
+        (host, int(port)),
+        name="live",
+        snapshot=lambda: reloader.current,
+        metrics=None,
+        stale=reloader.stale_reason,
     )
     server.serve_in_thread()
     url = args.catalog_url or f"http://{host}:{server.server_address[1]}/catalogs/live"

@@ -3,8 +3,9 @@
 Reads a catalog directory (or ``olm.template.basic`` / ``olm.semver`` templates) and prints the
 findings of :func:`resolver.channeltest.report.run_catalog_test` (validation first, errors apart
 from warnings, colour on a terminal) and every channel's upgrade paths, or all of it as
-``-o json``. Exit codes: 0 no errors, 3 (INVALID) errors found, 1 the catalog could not be read
-at all, 2 a malformed ``--expect`` file. With ``--live``, walks one upgrade path on a cluster
+``-o json``. Exit codes: 0 no errors, 3 (INVALID) errors found or ``--package``/``--channel`` name
+nothing in the catalog, 1 the target is neither a catalog nor templates (or cannot be read),
+2 a malformed ``--expect`` file. With ``--live``, walks one upgrade path on a cluster
 instead (:mod:`pivoter.cli.catalog_live`). Registered by :mod:`pivoter.cli.catalog`.
 """
 
@@ -18,6 +19,7 @@ from typing import Any
 
 from pivoter.cli import catalog_live
 from pivoter.cli.exitcodes import ExitCode
+from pivoter.cli.flags import Directory, ExistingPath, Name, TextFile
 from pivoter.cli.output import emit, error
 from resolver.catalog.errors import CatalogLoadError, Problem
 from resolver.catalog.model import Catalog
@@ -40,20 +42,29 @@ def setup(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "target",
         metavar="DIR",
+        type=ExistingPath("catalog"),
         help="file-based catalog directory, or a template file or directory of templates",
     )
-    parser.add_argument("--package", help="test only this package")
-    parser.add_argument("--channel", help="test only channels of this name")
+    parser.add_argument("--package", type=Name("text", "--package"), help="test only this package")
+    parser.add_argument(
+        "--channel", type=Name("text", "--channel"), help="test only channels of this name"
+    )
     parser.add_argument(
         "--with",
         dest="others",
         action="append",
+        type=Directory("--with catalog"),
         default=[],
         metavar="OTHER",
         help="another catalog directory that may satisfy dependencies (and resolve template "
         "images); repeatable",
     )
-    parser.add_argument("--expect", metavar="FILE", help="expectations file (YAML) to check")
+    parser.add_argument(
+        "--expect",
+        metavar="FILE",
+        type=TextFile("--expect"),
+        help="expectations file (YAML) to check",
+    )
     parser.add_argument(
         "--no-cache", action="store_true", help="do not use the parsed-catalog cache"
     )
@@ -99,6 +110,10 @@ def run(args: argparse.Namespace) -> int:
     except ExpectationError as err:
         error(str(err))
         return int(ExitCode.USAGE)
+    missing = _missing_scope(reports, args.package, args.channel)
+    if missing:
+        error(f"{args.target}: {missing}")
+        return int(ExitCode.INVALID)
     if expectations:
         for report in reports:
             failed = check_expectations(report, expectations)
@@ -119,7 +134,7 @@ def _reports(args: argparse.Namespace, others: Sequence[Catalog]) -> list[Report
     target: str = args.target
     templates: list[str] = []
     if os.path.isfile(target):
-        templates = [target]
+        templates = find_templates(target)
     elif os.path.isdir(target):
         catalog, problems = load_catalog(target, not args.no_cache)
         if catalog.packages or catalog.channels or catalog.bundles:
@@ -146,7 +161,24 @@ def _reports(args: argparse.Namespace, others: Sequence[Catalog]) -> list[Report
             report.catalog = f"{rel} ({expanded.schema})"
             report.findings = _with_extra(report.findings, expanded.findings)
             reports.append(report)
+    if not reports:  # template files whose documents are neither basic nor semver templates
+        raise CatalogLoadError([_no_catalog(target)])
     return reports
+
+
+def _missing_scope(reports: Sequence[Report], package: str | None, channel: str | None) -> str:
+    """Why ``--package``/``--channel`` select nothing in any of ``reports`` ("" if they do).
+
+    Testing nothing must not pass: a misspelt name would otherwise report 0 errors.
+    """
+    packages = sorted({name for r in reports for name in r.defaults})
+    if package is not None and package not in packages:
+        known = ", ".join(packages[:10]) + (", ..." if len(packages) > 10 else "")
+        return f"no package {package!r} in the catalog (it has: {known or 'none'})"
+    if channel is not None and not any(r.graphs for r in reports):
+        where = f"package {package!r}" if package is not None else "any package"
+        return f"no channel {channel!r} in {where}"
+    return ""
 
 
 def _no_catalog(target: str) -> Problem:

@@ -15,6 +15,7 @@ from typing import Any
 
 from pivoter.cli._common import Subparsers, add_command
 from pivoter.cli.exitcodes import ExitCode
+from pivoter.cli.flags import CatalogSpec, Name, PackageSpec, TextFile, VersionText
 from pivoter.cli.output import add_output_flag, emit, error
 from resolver import profiles, resolveset
 from resolver.catalog.errors import CatalogLoadError
@@ -36,6 +37,7 @@ def register(subparsers: Subparsers) -> None:
         "--catalog",
         action="append",
         default=[],
+        type=CatalogSpec(),
         metavar="SOURCE[,priority=N][,name=NAME]",
         help="a catalog directory, http(s):// catalogd URL or grpc:// registry (repeatable)",
     )
@@ -43,19 +45,34 @@ def register(subparsers: Subparsers) -> None:
         "--package",
         action="append",
         default=[],
+        type=PackageSpec(),
         metavar="NAME[@RANGE]",
         help="a package to resolve, optionally with a version range such as ^1.2 (repeatable)",
     )
-    parser.add_argument("--channel", default="", help="channel for the requested packages")
+    parser.add_argument(
+        "--channel",
+        default="",
+        type=Name("text", "channel", optional=True),
+        help="channel for the requested packages",
+    )
     parser.add_argument(
         "--upgrade-policy",
         choices=("CatalogProvided", "SelfCertified"),
         default="CatalogProvided",
         help="CatalogProvided follows catalog upgrade edges; SelfCertified allows any version",
     )
-    parser.add_argument("--installed", type=Path, help="a ResolveSet describing what is installed")
+    parser.add_argument(
+        "--installed",
+        type=TextFile("--installed"),
+        help="a ResolveSet describing what is installed",
+    )
     parser.add_argument("--profile", default=profiles.DEFAULT, choices=profiles.NAMES)
-    parser.add_argument("--kube-version", default="", help="exclude bundles needing a newer one")
+    parser.add_argument(
+        "--kube-version",
+        default="",
+        type=VersionText(optional=True, what="--kube-version", code=ExitCode.INVALID),
+        help="exclude bundles needing a newer one",
+    )
     parser.add_argument(
         "--explain", action="store_true", help="say why newer bundles were not chosen"
     )
@@ -130,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
         installed = []
         if args.installed is not None:
             try:
-                installed = resolveset.loads(args.installed.read_text()).installed()
+                installed = resolveset.loads(Path(args.installed).read_text()).installed()
             except OSError as err:
                 error(f"--installed: {err}")
                 return int(ExitCode.FAILURE)

@@ -18,6 +18,7 @@ from pivoter.cli._inputs import (
     run_on_input,
 )
 from pivoter.cli.exitcodes import ExitCode
+from pivoter.cli.flags import Count
 from pivoter.cli.output import emit
 from pivoter.resolutions import RESOLUTIONS
 
@@ -28,7 +29,9 @@ def register(subparsers: Subparsers) -> None:
     """Add the ``rollback`` command."""
     parser = add_command(subparsers, "rollback", "pin an input to an earlier ResolveSet revision")
     add_input_arguments(parser)
-    parser.add_argument("--to-revision", type=int, required=True, metavar="N")
+    parser.add_argument(
+        "--to-revision", type=Count(), required=True, metavar="N", help="the revision to pin to"
+    )
     parser.set_defaults(handler=run)
 
 

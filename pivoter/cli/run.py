@@ -20,6 +20,16 @@ from pathlib import Path
 from pivoter import catalogs, controllers, platformoperators, resolutions, resolvesets
 from pivoter.cli._common import Subparsers, add_command
 from pivoter.cli.exitcodes import ExitCode
+from pivoter.cli.flags import (
+    BindAddress,
+    Name,
+    NamespacedName,
+    Seconds,
+    StoreDirectory,
+    TextFile,
+    Url,
+)
+from pivoter.cli.listen import check_bindable
 from pivoter.cli.output import error
 from pivoter.cli.run_webhook import Server, add_webhook_flags, start_webhook
 from pivoter.contentserver import ContentServer
@@ -54,15 +64,21 @@ daemon there."""
 def register(subparsers: Subparsers) -> None:
     """Add the ``run`` command."""
     parser = add_command(subparsers, "run", "run the pivoter daemon against a cluster")
-    parser.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then ~/.kube)")
+    parser.add_argument(
+        "--kubeconfig",
+        type=TextFile("kubeconfig"),
+        help="kubeconfig file (default: in-cluster, then ~/.kube)",
+    )
     parser.add_argument(
         "--metrics-bind-address",
         default=":8080",
+        type=BindAddress("--metrics-bind-address"),
         help="host:port for /metrics, 0 to disable (default :8080)",
     )
     parser.add_argument(
         "--health-probe-bind-address",
         default=":8081",
+        type=BindAddress("--health-probe-bind-address"),
         help="host:port for /healthz and /readyz, 0 to disable (default :8081)",
     )
     parser.add_argument(
@@ -72,15 +88,18 @@ def register(subparsers: Subparsers) -> None:
     )
     parser.add_argument(
         "--leader-election-namespace",
+        type=Name("dns-label", "namespace"),
         help=f"namespace of the Lease (default: the Pod's namespace, else {DEFAULT_NAMESPACE})",
     )
     parser.add_argument(
         "--leader-election-id",
         default=DEFAULT_LEASE,
+        type=Name("dns-subdomain", "Lease name"),
         help=f"name of the Lease (default {DEFAULT_LEASE})",
     )
     parser.add_argument(
         "--leader-election-identity",
+        type=Name("text", "identity"),
         help="this replica's identity in the Lease (default: <hostname>_<random uuid>)",
     )
     for flag, default, what in (
@@ -88,35 +107,41 @@ def register(subparsers: Subparsers) -> None:
         ("--leader-election-renew-deadline", 10.0, "how long the leader retries renewing"),
         ("--leader-election-retry-period", 2.0, "time between attempts"),
     ):
-        parser.add_argument(flag, type=float, default=default, help=f"{what} (default {default}s)")
+        parser.add_argument(
+            flag, type=Seconds(minimum=0.1), default=default, help=f"{what} (default {default}s)"
+        )
     parser.add_argument(
         "--log-format", choices=("json", "text"), default="json", help="log format (default json)"
     )
     parser.add_argument("--log-level", choices=LEVELS, default="info", help="default info")
     parser.add_argument(
         "--namespace",
+        type=Name("dns-label", "namespace"),
         help="pivoter's namespace: Secrets and ConfigMaps of bundle and catalog sources, "
         f"ResolveSets (default: the Pod's namespace, else {DEFAULT_NAMESPACE})",
     )
     parser.add_argument(
         "--store-dir",
-        type=Path,
+        type=StoreDirectory("--store-dir"),
         default=DEFAULT_STORE,
         help=f"content store of unpacked bundles, a volume of the daemon (default {DEFAULT_STORE})",
     )
     parser.add_argument(
         "--content-bind-address",
         default="0",
+        type=BindAddress("--content-bind-address"),
         help="host:port serving /bundles/<name>.tgz to authorized readers, 0 to disable (default)",
     )
     parser.add_argument(
         "--content-url",
         default="",
+        type=Url(("http", "https"), optional=True),
         help="base URL clients reach the content server at, written to status.contentURL",
     )
     parser.add_argument(
         "--platform-operator-service-account",
         default="",
+        type=NamespacedName(optional=True),
         metavar="NAMESPACE/NAME",
         help="the service account that installs PlatformOperators' bundles (default: pivoter's "
         "own identity)",
@@ -128,6 +153,17 @@ def register(subparsers: Subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the daemon until a signal; see the module docstring for exit codes."""
     setup_logging(args.log_format, args.log_level)
+    if parse_address(args.webhook_bind_address) and not (args.webhook_url or args.webhook_service):
+        error("--webhook-bind-address needs --webhook-url or --webhook-service")
+        return int(ExitCode.USAGE)
+    try:
+        _check_addresses(args)
+    except ValueError as exc:
+        error(str(exc))
+        return int(ExitCode.USAGE)
+    except OSError as exc:
+        error(str(exc))
+        return int(ExitCode.FAILURE)
     try:
         manager = _build_manager(args)
     except (KubeConfigError, EndpointsError, ValueError) as exc:
@@ -157,6 +193,24 @@ def run(args: argparse.Namespace) -> int:
         error("leadership was lost; exiting so that a restart competes again")
         return int(ExitCode.FAILURE)
     return int(ExitCode.OK)
+
+
+def _check_addresses(args: argparse.Namespace) -> None:
+    """Fail at start, in one line, when a server of the daemon cannot listen where asked
+    (OSError) or two of them are given the same port (ValueError)."""
+    seen: dict[int, str] = {}
+    for flag in ("metrics", "health-probe", "content", "webhook"):
+        address = parse_address(getattr(args, f"{flag.replace('-', '_')}_bind_address"))
+        if address is None:
+            continue
+        host, port = address
+        if port and port in seen:
+            raise ValueError(
+                f"--{flag}-bind-address and --{seen[port]}-bind-address share port {port}"
+            )
+        seen[port] = flag
+        if flag in ("content", "webhook"):  # metrics and probes bind first thing in run()
+            check_bindable(host, port, f"--{flag}-bind-address")
 
 
 def _build_manager(args: argparse.Namespace) -> Manager:

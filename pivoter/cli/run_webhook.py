@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Protocol
 from urllib.parse import urlsplit
 
+from pivoter.cli.flags import BindAddress, CertDirectory, NamespacedName, Url
 from pivoter.kube import Kube, apply
 from pivoter.observability import parse_address
 from pivoter.webhook.registration import configuration
@@ -44,20 +45,23 @@ def add_webhook_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--webhook-bind-address",
         default="0",
+        type=BindAddress("--webhook-bind-address"),
         help="host:port of the admission webhook (TLS), 0 to disable (default)",
     )
     parser.add_argument(
         "--webhook-cert-dir",
-        type=Path,
+        type=CertDirectory(),
         help="directory with tls.crt, tls.key and ca.crt (default: generate at start)",
     )
     target = parser.add_mutually_exclusive_group()
     target.add_argument(
         "--webhook-url",
+        type=Url(("https",)),
         help="register the webhooks at this https base URL (daemon outside the cluster)",
     )
     target.add_argument(
         "--webhook-service",
+        type=NamespacedName(),
         metavar="NAMESPACE/NAME",
         help="register the webhooks through this Service (port 443)",
     )
