@@ -34,7 +34,14 @@ from pivoter.apis import rukpak
 from pivoter.controller.controller import Result
 from pivoter.controllers import bundlecontent, crdupgrade, drift, health
 from pivoter.controllers.bundle import BUNDLES, BundleReconciler, bundle_format_for
-from pivoter.controllers.conditions import FALSE, TRUE, UNKNOWN, find, set_condition
+from pivoter.controllers.conditions import (
+    FALSE,
+    TRUE,
+    UNKNOWN,
+    Condition,
+    find,
+    set_conditions,
+)
 from pivoter.controllers.managedobjects import ManagedObjects
 from pivoter.kube import MERGE_PATCH, EventRecorder, Kube, KubeError, NotFound, Resource
 from pivoter.kube.identities import Identities
@@ -192,56 +199,26 @@ class BundleDeploymentReconciler:
     # -- install -----------------------------------------------------------------------------
 
     def _install(self, bd: dict[str, Any]) -> Result | None:
-        generation = int(bd["metadata"].get("generation") or 0)
+        """Steps 1 to 4 of the module docstring. Each step returns the conditions it found;
+        every path writes them, and the status, once (:meth:`_write_status`)."""
         status: dict[str, Any] = dict(bd.get("status") or {})
-        conditions: list[dict[str, Any]] = [dict(c) for c in status.get("conditions") or []]
-
-        def condition(type_: str, state: str, reason: str, message: str) -> None:
-            set_condition(conditions, type_, state, reason, message, generation=generation)
-
         try:
             bundle = self._desired_bundle(bd)
         except KubeError as exc:
-            condition(
+            failed = Condition(
                 rukpak.TYPE_HAS_VALID_BUNDLE,
                 UNKNOWN,
                 rukpak.REASON_RECONCILE_FAILED,
                 f"Failed to generate the Bundle: {exc}",
             )
-            self._write_status(bd, status, conditions, generation)
+            self._write_status(bd, status, [failed])
             return Result(requeue=True)
+        bundle = self._restored(bundle)
         bundle_name = bundle["metadata"]["name"]
-        phase = (bundle.get("status") or {}).get("phase")
-        if phase == rukpak.PHASE_UNPACKED and not self.bundles.is_current(bundle):
-            # Unpacked, but the store lost it (e.g. a new leader on another node).
-            self.bundles.reconcile(bundle_name)
-            bundle = self.kube.get(BUNDLES, bundle_name)
         if not self.bundles.is_current(bundle):
-            unpacked = find((bundle.get("status") or {}).get("conditions"), rukpak.TYPE_UNPACKED)
-            if unpacked is not None and unpacked.get("status") == FALSE:
-                condition(
-                    rukpak.TYPE_HAS_VALID_BUNDLE,
-                    FALSE,
-                    rukpak.REASON_UNPACK_FAILED,
-                    str(unpacked.get("message") or f"Failed to unpack the {bundle_name} Bundle"),
-                )
-            else:
-                condition(
-                    rukpak.TYPE_HAS_VALID_BUNDLE,
-                    TRUE,
-                    rukpak.REASON_UNPACK_PENDING,
-                    f"Waiting for the {bundle_name} Bundle to be unpacked",
-                )
-            if find(conditions, rukpak.TYPE_INSTALLED) is None:
-                condition(
-                    rukpak.TYPE_INSTALLED,
-                    UNKNOWN,
-                    rukpak.REASON_INSTALLATION_STATUS_UNKNOWN,
-                    "Nothing is installed yet: waiting for a valid bundle",
-                )
-            self._write_status(bd, status, conditions, generation)
+            self._write_status(bd, status, _waiting_for(bundle, status))
             return None  # the Bundle's status change triggers the next reconcile
-        condition(
+        valid = Condition(
             rukpak.TYPE_HAS_VALID_BUNDLE,
             TRUE,
             rukpak.REASON_UNPACK_SUCCESSFUL,
@@ -250,65 +227,70 @@ class BundleDeploymentReconciler:
         try:
             outcome = self._converge(bd, bundle, steady=self._is_steady(bd, bundle_name))
         except InstallBlocked as exc:
-            if exc.partial:
-                known = [ObjectRef.from_dict(d) for d in status.get("inventory") or []]
-                extra = [ref for ref in exc.partial if ref not in known]
-                if extra:
-                    status["inventory"] = [ref.as_dict() for ref in known + extra]
-            condition(exc.condition, FALSE, exc.reason, str(exc))
-            if exc.condition == rukpak.TYPE_INSTALLED:
-                condition(
-                    rukpak.TYPE_HEALTHY,
-                    FALSE,
-                    rukpak.REASON_INSTALLATION_STATUS_FALSE,
-                    "The bundle is not installed",
-                )
-            self._warn(bd, exc.reason, str(exc))
-            self._write_status(bd, status, conditions, generation)
+            self._write_status(bd, status, [valid, *self._blocked(bd, status, exc)])
             return Result(requeue=True)
-        refs = outcome.refs
-        if outcome.applied:
-            status["activeBundle"] = bundle_name
-            status["inventory"] = [ref.as_dict() for ref in refs]
-            condition(
-                rukpak.TYPE_INSTALLED,
-                TRUE,
-                rukpak.REASON_INSTALLATION_SUCCEEDED,
-                f"Instantiated bundle {bundle_name} successfully"
-                + (f" ({'; '.join(outcome.notes)})" if outcome.notes else ""),
-            )
-        self._report_drift(bd, outcome, conditions, generation)
-        # Just applied: the apply's answers are the freshest copies (the caches may lag).
-        live = outcome.live
-        failing = health.check(
-            self.kube, refs, read=lambda ref: live.get(ref) or self._cached_object(ref)
-        )
-        if failing:
-            condition(
-                rukpak.TYPE_HEALTHY,
-                FALSE,
-                rukpak.REASON_UNHEALTHY,
-                "; ".join(f"{ref.kind} {_where(ref)}: {why}" for ref, why in failing[:10])
-                + (f" (and {len(failing) - 10} more)" if len(failing) > 10 else ""),
-            )
-        else:
-            condition(
-                rukpak.TYPE_HEALTHY,
-                TRUE,
-                rukpak.REASON_HEALTHY,
-                f"All {len(refs)} installed objects are healthy",
-            )
-        self._write_status(bd, status, conditions, generation)
+        found = [valid, *_installed(status, bundle_name, outcome), *self._report_drift(bd, outcome)]
+        healthy, failing = self._health(outcome)
+        self._write_status(bd, status, [*found, healthy])
         if outcome.applied:
             self._delete_other_bundles(bd, bundle_name)
         if self.managed is not None:
-            self.managed.track(refs)
+            self.managed.track(outcome.refs)
         if outcome.wait:
             return Result(requeue_after=FINALIZING_RECHECK_SECONDS)
         if failing:
             return Result(requeue_after=self._health_recheck(failing))
         # Look again now and then: webhook certificates are renewed by a fresh conversion.
         return Result(requeue_after=self.full_check_interval_seconds)
+
+    def _restored(self, bundle: dict[str, Any]) -> dict[str, Any]:
+        """``bundle``, unpacked again when it is Unpacked but the store lost it (e.g. a new
+        leader on another node)."""
+        phase = (bundle.get("status") or {}).get("phase")
+        if phase == rukpak.PHASE_UNPACKED and not self.bundles.is_current(bundle):
+            name = bundle["metadata"]["name"]
+            self.bundles.reconcile(name)
+            return self.kube.get(BUNDLES, name)
+        return bundle
+
+    def _blocked(
+        self, bd: dict[str, Any], status: dict[str, Any], exc: InstallBlocked
+    ) -> list[Condition]:
+        """Where the install stopped: objects it created go into the inventory (so that the
+        next apply or the uninstall prunes them), a Warning Event, and the conditions."""
+        if exc.partial:
+            known = [ObjectRef.from_dict(d) for d in status.get("inventory") or []]
+            extra = [ref for ref in exc.partial if ref not in known]
+            if extra:
+                status["inventory"] = [ref.as_dict() for ref in known + extra]
+        found = [Condition(exc.condition, FALSE, exc.reason, str(exc))]
+        if exc.condition == rukpak.TYPE_INSTALLED:
+            found.append(
+                Condition(
+                    rukpak.TYPE_HEALTHY,
+                    FALSE,
+                    rukpak.REASON_INSTALLATION_STATUS_FALSE,
+                    "The bundle is not installed",
+                )
+            )
+        self._warn(bd, exc.reason, str(exc))
+        return found
+
+    def _health(self, outcome: _Outcome) -> tuple[Condition, list[tuple[ObjectRef, str]]]:
+        """The ``Healthy`` condition of the installed objects, and the failing ones."""
+        refs = outcome.refs
+        # Just applied: the apply's answers are the freshest copies (the caches may lag).
+        live = outcome.live
+        failing = health.check(
+            self.kube, refs, read=lambda ref: live.get(ref) or self._cached_object(ref)
+        )
+        if not failing:
+            message = f"All {len(refs)} installed objects are healthy"
+            return Condition(rukpak.TYPE_HEALTHY, TRUE, rukpak.REASON_HEALTHY, message), failing
+        message = "; ".join(f"{ref.kind} {_where(ref)}: {why}" for ref, why in failing[:10]) + (
+            f" (and {len(failing) - 10} more)" if len(failing) > 10 else ""
+        )
+        return Condition(rukpak.TYPE_HEALTHY, FALSE, rukpak.REASON_UNHEALTHY, message), failing
 
     def _health_recheck(self, failing: list[tuple[ObjectRef, str]]) -> float:
         """When to look again at an unhealthy BundleDeployment. Health is read from the failing
@@ -557,47 +539,25 @@ class BundleDeploymentReconciler:
 
     # -- drift -------------------------------------------------------------------------------
 
-    def _report_drift(
-        self,
-        bd: dict[str, Any],
-        outcome: _Outcome,
-        conditions: list[dict[str, Any]],
-        generation: int,
-    ) -> None:
-        """Event and ``Drifted`` condition for what :meth:`_converge` found."""
-        current = find(conditions, TYPE_DRIFTED)
+    def _report_drift(self, bd: dict[str, Any], outcome: _Outcome) -> list[Condition]:
+        """Event and ``Drifted`` condition for what :meth:`_converge` found (none: it stays)."""
+        current = find((bd.get("status") or {}).get("conditions"), TYPE_DRIFTED)
         report = outcome.report
         if report is None:
             if current is None or current.get("status") != FALSE:
-                set_condition(
-                    conditions,
-                    TYPE_DRIFTED,
-                    FALSE,
-                    REASON_NO_DRIFT,
-                    "The installed objects match the bundle",
-                    generation=generation,
-                )
-            return
+                message = "The installed objects match the bundle"
+                return [Condition(TYPE_DRIFTED, FALSE, REASON_NO_DRIFT, message)]
+            return []
         summary = report.summary()
         if outcome.corrected:
             message = f"Restored {summary}"
-            set_condition(
-                conditions,
-                TYPE_DRIFTED,
-                FALSE,
-                REASON_DRIFT_CORRECTED,
-                message,
-                generation=generation,
-            )
             log.info("bundledeployment %s: %s", bd["metadata"]["name"], message)
             if self.recorder is not None:
                 self.recorder.normal(bd, REASON_DRIFT_CORRECTED, "CorrectDrift", message)
-            return
+            return [Condition(TYPE_DRIFTED, FALSE, REASON_DRIFT_CORRECTED, message)]
         message = f"Left alone (driftPolicy: Report): {summary}"
-        set_condition(
-            conditions, TYPE_DRIFTED, TRUE, REASON_DRIFT_DETECTED, message, generation=generation
-        )
         self._warn(bd, REASON_DRIFT_DETECTED, message)
+        return [Condition(TYPE_DRIFTED, TRUE, REASON_DRIFT_DETECTED, message)]
 
     def _cached_object(self, ref: ObjectRef) -> dict[str, Any] | None:
         """A managed object from the shared caches, if they hold it (health reads it there)."""
@@ -671,12 +631,13 @@ class BundleDeploymentReconciler:
         return self.kube.merge_patch(BUNDLE_DEPLOYMENTS, bd["metadata"]["name"], patch)
 
     def _write_status(
-        self,
-        bd: dict[str, Any],
-        status: dict[str, Any],
-        conditions: list[dict[str, Any]],
-        generation: int,
+        self, bd: dict[str, Any], status: dict[str, Any], found: list[Condition]
     ) -> None:
+        """Write ``status`` with the conditions ``found`` in this pass set over the current
+        ones (no write when nothing changed)."""
+        generation = int(bd["metadata"].get("generation") or 0)
+        conditions = [dict(c) for c in status.get("conditions") or []]
+        set_conditions(conditions, found, generation=generation)
         new = {**status, "conditions": conditions, "observedGeneration": generation}
         if new == bd.get("status"):
             return  # nothing changed: no write, no watch event
@@ -704,6 +665,46 @@ class BundleDeploymentReconciler:
         log.warning("bundledeployment %s: %s: %s", bd["metadata"]["name"], reason, note)
         if self.recorder is not None:
             self.recorder.warning(bd, reason, "Reconcile", note)
+
+
+def _waiting_for(bundle: Mapping[str, Any], status: Mapping[str, Any]) -> list[Condition]:
+    """While ``bundle`` is not unpacked the previous content keeps running: ``HasValidBundle``
+    says whether it is pending or failed; ``Installed`` is Unknown only if never set."""
+    name = bundle["metadata"]["name"]
+    unpacked = find((bundle.get("status") or {}).get("conditions"), rukpak.TYPE_UNPACKED)
+    if unpacked is not None and unpacked.get("status") == FALSE:
+        message = str(unpacked.get("message") or f"Failed to unpack the {name} Bundle")
+        valid = Condition(rukpak.TYPE_HAS_VALID_BUNDLE, FALSE, rukpak.REASON_UNPACK_FAILED, message)
+    else:
+        message = f"Waiting for the {name} Bundle to be unpacked"
+        valid = Condition(rukpak.TYPE_HAS_VALID_BUNDLE, TRUE, rukpak.REASON_UNPACK_PENDING, message)
+    if find(status.get("conditions"), rukpak.TYPE_INSTALLED) is not None:
+        return [valid]
+    nothing = Condition(
+        rukpak.TYPE_INSTALLED,
+        UNKNOWN,
+        rukpak.REASON_INSTALLATION_STATUS_UNKNOWN,
+        "Nothing is installed yet: waiting for a valid bundle",
+    )
+    return [valid, nothing]
+
+
+def _installed(status: dict[str, Any], bundle_name: str, outcome: _Outcome) -> list[Condition]:
+    """After an apply: ``activeBundle`` and the inventory move to ``bundle_name`` and
+    ``Installed`` says so (nothing applied: they stay)."""
+    if not outcome.applied:
+        return []
+    status["activeBundle"] = bundle_name
+    status["inventory"] = [ref.as_dict() for ref in outcome.refs]
+    notes = f" ({'; '.join(outcome.notes)})" if outcome.notes else ""
+    return [
+        Condition(
+            rukpak.TYPE_INSTALLED,
+            TRUE,
+            rukpak.REASON_INSTALLATION_SUCCEEDED,
+            f"Instantiated bundle {bundle_name} successfully{notes}",
+        )
+    ]
 
 
 def _where(ref: ObjectRef) -> str:

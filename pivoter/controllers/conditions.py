@@ -10,16 +10,36 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["FALSE", "TRUE", "UNKNOWN", "find", "is_true", "set_condition"]
+__all__ = [
+    "FALSE",
+    "TRUE",
+    "UNKNOWN",
+    "Condition",
+    "find",
+    "is_true",
+    "set_condition",
+    "set_conditions",
+]
 
 TRUE, FALSE, UNKNOWN = "True", "False", "Unknown"
 MESSAGE_LIMIT = 32768  # the API's maxLength for condition messages
 # Control characters other than newline and tab (C0, DEL, C1): catalog and bundle texts reach
 # condition messages, and `kubectl describe` prints them raw to a terminal (escape sequences).
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    """One condition a reconcile found, before it is written (with :func:`set_conditions`)."""
+
+    type: str
+    status: str
+    reason: str
+    message: str
 
 
 def _now() -> str:
@@ -72,3 +92,11 @@ def set_condition(
     current.update(
         {"status": status, "reason": reason, "message": message, "observedGeneration": generation}
     )
+
+
+def set_conditions(
+    conditions: list[dict[str, Any]], found: Iterable[Condition], *, generation: int
+) -> None:
+    """:func:`set_condition` for each of ``found``, in order."""
+    for c in found:
+        set_condition(conditions, c.type, c.status, c.reason, c.message, generation=generation)

@@ -11,9 +11,10 @@ returned :class:`Outcome` as their own status. One reconcile:
    active revision as installed state and what the other inputs selected as held choices
    (:mod:`pivoter.resolutions.held`: shared dependencies are theirs, never a second copy),
    written as a revision (an identical selection writes nothing);
-4. **decide**: already active (observe the children; re-create one deleted by hand), blocked
-   (the revision failed, within its backoff, and no retry was asked), paused, waiting for a
-   Manual approval, or start a pivot;
+4. **decide** (:func:`pivoter.resolutions.decide.decide`, a pure function of what this pass
+   read): already active (observe the children; re-create one deleted by hand), blocked (the
+   revision failed, within its backoff, and no retry was asked), paused, waiting for a Manual
+   approval, or start a pivot; then the engine carries the decision out;
 5. **history**: garbage-collect revisions beyond the limit, never during a pivot.
 """
 
@@ -43,17 +44,26 @@ from pivoter.pivot import (
 )
 from pivoter.resolutions import catalogs as catalog_selection
 from pivoter.resolutions import held
+from pivoter.resolutions.decide import (
+    Action,
+    Decision,
+    Situation,
+    adopts,
+    decide,
+    stopped,
+    targets_active,
+)
 from pivoter.resolutions.metrics import InputMetrics
 from pivoter.resolutions.objectplan import objects_section
 from pivoter.resolutions.plan import plan as make_plan
 from pivoter.resolutions.plan import summary
 from pivoter.resolutions.record import Record
-from pivoter.resolutions.resolve import ResolveProblem, resolve
+from pivoter.resolutions.resolve import ResolveProblem, Selection, resolve
 from pivoter.resolutions.spec import InputSpec
 from pivoter.resolvesets import Revision, RevisionStore
 from resolver.explain import NotNewer
 from resolver.resolveset import ResolveSet, ResolveSetError
-from resolver.rules.inputs import Installed
+from resolver.rules.inputs import CatalogSource, Installed
 
 __all__ = ["Engine", "Outcome", "Persist", "Status3"]
 
@@ -105,6 +115,21 @@ class Outcome:
 
 
 @dataclass
+class _Pass:
+    """One pass over an input with no pivot in progress: what the decision's steps read and
+    write."""
+
+    obj: Mapping[str, Any]
+    spec: InputSpec
+    record: Record
+    out: Outcome
+    persist: Persist
+    children: Children
+    active: ResolveSet | None
+    """The active revision's ResolveSet (None: never installed, or lost to a hand edit)."""
+
+
+@dataclass
 class Engine:
     """Drives inputs through resolution and grouped pivots (see the module docstring)."""
 
@@ -142,15 +167,7 @@ class Engine:
             # record written) by one input at a time, so two inputs never both select a
             # package nobody holds yet.
             with self.claims:
-                started = self._resolve(
-                    obj,
-                    spec,
-                    record,
-                    out,
-                    persist=persist,
-                    children=children,
-                    active=active,
-                )
+                started = self._resolve(_Pass(obj, spec, record, out, persist, children, active))
             if not started:
                 return out
             if self.on_transition is not None and record.pivot is not None:
@@ -158,156 +175,218 @@ class Engine:
         self._continue(obj, spec, record, out, persist=persist, children=children)
         return out
 
-    def _resolve(
-        self,
-        obj: Mapping[str, Any],
-        spec: InputSpec,
-        record: Record,
-        out: Outcome,
-        *,
-        persist: Persist,
-        children: Children,
-        active: ResolveSet | None,
-    ) -> bool:
-        """Steps 1, 3 and 4 of the module docstring; True when a pivot was started (and its
-        record persisted)."""
-        peers = held.observe(self.kube, spec.ref)
-        conflict = peers.conflict(spec.packages)
-        if conflict:
-            out.conflict = conflict
-            out.resolved = ("False", "Conflict", conflict)
-            out.requeue_after = CONFLICT_POLL
-            self._observe_active(spec, out, children)
-            return False
-        target = self._target(obj, spec, record, out, active=active, children=children, peers=peers)
-        if target is None:
-            self._observe_active(spec, out, children)
-            return False
-        revision, target_rs = target
-        out.selection = target_rs
-        number = revision.number
-        if out.lost_active is not None and self._installs(children, target_rs):
-            # The active revision was deleted or edited by hand, and the rebuilt selection is
-            # exactly what the children install: it is the active revision now (no pivot, no
-            # approval: nothing changes on the cluster).
-            record.active = number
-            if record.last_successful in (None, out.lost_active):
-                record.last_successful = number
-            persist(record)
-            children.record_revision(number)
-            out.events.append(
-                (
-                    "Normal",
-                    "ResolveSetRebuilt",
-                    f"revision {number} records what is installed; it replaces revision "
-                    f"{out.lost_active}, which was deleted or modified by hand",
-                )
-            )
-        recreating: tuple[str, ...] = ()
-        if number == record.active and not self._retry_asked(spec, record):
-            missing = self._observe_active(spec, out, children, recreating=True)
-            _freshness(out, target_rs, active)
-            if not missing:
-                self._collect_garbage(spec, record)
-                return False
-            out.events.append(("Warning", "ChildMissing", _missing_text(out.reports)))
-            recreating = tuple(missing)
-            if out.publish is not None and not spec.paused:
-                # The re-creation may complete within this pass: say what happened first.
-                idle = out.progressing
-                out.progressing = ("True", "Pivoting", _missing_text(out.reports))
-                out.publish(out)
-                out.progressing = idle
-        elif number == record.failed_revision and not self._retry_asked(spec, record):
-            retry_at = record.retry_at()
-            if retry_at is None or self.clock() < retry_at:
-                self._observe_active(spec, out, children)
-                if record.pivot is not None:
-                    self._describe_pivot(record.pivot, out)
-                status, reason, message = out.progressing
-                out.progressing = (
-                    status,
-                    reason,
-                    f"{message}. Revision {number} is tried again after a backoff, when the "
-                    "selection changes, or now with the annotation pivoter.io/retry-now",
-                )
-                _freshness(
-                    out,
-                    target_rs,
-                    active,
-                    gate=(
-                        "RevisionFailed",
-                        f"revision {number} failed and is tried again after a backoff (or now "
-                        "with the annotation pivoter.io/retry-now)",
-                    ),
-                )
-                if retry_at is not None:
-                    out.requeue_after = max(1.0, retry_at - self.clock())
-                return False
-        dependency_conflict = peers.conflict([e.package for e in target_rs.entries])
-        if dependency_conflict:
-            out.conflict = dependency_conflict
-            out.requeue_after = CONFLICT_POLL
-            self._observe_active(spec, out, children)
-            return False
-        plan = make_plan(active, target_rs, revision=number, active=record.active)
-        if spec.paused:
-            out.pending_plan = plan
-            out.progressing = (
-                "False",
-                "Paused",
-                f"paused: revision {number} ({summary(plan)}) waits until spec.paused is false",
-            )
-            _freshness(
-                out,
-                target_rs,
-                active,
-                gate=("Paused", f"revision {number} waits until spec.paused is false"),
-            )
-            self._observe_active(spec, out, children)
-            return False
-        if (
-            spec.approval == "Manual"
-            and spec.pinned is None
-            and number != record.active
-            and not spec.approves(number, target_rs.selection_hash)
-        ):
-            plan["objects"] = self._plan_objects(
-                obj, spec, children, target=target_rs, number=number, out=out
-            )
-            out.pending_plan = plan
-            out.progressing = (
-                "False",
-                "AwaitingApproval",
-                f"revision {number} ({summary(plan)}) waits for approval: "
-                f"pivoter approve {spec.ref.name} --revision {number}",
-            )
-            _freshness(
-                out,
-                target_rs,
-                active,
-                gate=(
-                    "AwaitingApproval",
-                    f"revision {number} waits for Manual approval: pivoter approve "
-                    f"{spec.ref.name} --revision {number}",
-                ),
-            )
-            self._observe_active(spec, out, children)
-            return False
-        _freshness(
-            out, target_rs, active, gate=("Pivoting", f"revision {number} is being installed")
+    # -- decision: read the world, decide, act -----------------------------------------------------
+
+    def _resolve(self, p: _Pass) -> bool:
+        """Steps 2 to 4 of the module docstring: read what the decision needs into a
+        :class:`Situation`, :func:`decide`, and carry the decision out; True when a pivot was
+        started (and its record persisted)."""
+        peers = held.observe(self.kube, p.spec.ref)
+        situation = Situation(
+            conflict=peers.conflict(p.spec.packages), lost_active=p.out.lost_active
         )
-        machine = self._machine(children)
-        record.pivot = machine.start(number, record.last_successful)
-        record.last_attempted = number
-        record.retry_token = spec.retry_token
-        record.requested = tuple(spec.packages)
-        record.recreating = recreating
-        persist(record)
+        target = None if situation.conflict else self._target(p, peers)
+        if target is not None:
+            p.out.selection = target[1]
+            situation = self._situation(p, situation, *target, peers=peers)
+            if adopts(situation):
+                self._adopt(p, target[0])
+            if targets_active(situation):
+                # Observed after the adoption: the children of the (new) active revision.
+                missing = self._observe_active(p.spec, p.out, p.children, recreating=True)
+                situation = replace(situation, missing=tuple(missing))
+        decision = decide(situation)
+        if target is None:
+            self._not_resolved(p, decision.action, situation.conflict)
+            return False
+        return self._act(p, decision, situation, *target)
+
+    def _situation(
+        self, p: _Pass, base: Situation, number: int, target: ResolveSet, *, peers: held.Peers
+    ) -> Situation:
+        """The facts :func:`decide` reads about the target revision ``number`` (all but the
+        missing children, observed once the adoption is done)."""
+        spec, record = p.spec, p.record
+        return replace(
+            base,
+            target=number,
+            active=record.active,
+            installs_target=base.lost_active is not None and self._installs(p.children, target),
+            retry_asked=self._retry_asked(spec, record),
+            failed_revision=record.failed_revision,
+            retry_at=record.retry_at(),
+            now=self.clock(),
+            dependency_conflict=peers.conflict([e.package for e in target.entries]),
+            paused=spec.paused,
+            manual=spec.approval == "Manual" and spec.pinned is None,
+            approved=spec.approves(number, target.selection_hash),
+        )
+
+    def _not_resolved(self, p: _Pass, action: Action, conflict: str) -> None:
+        """:attr:`Action.CONFLICT` or :attr:`Action.UNRESOLVED` (the target said why): report
+        what runs."""
+        if action is Action.CONFLICT:
+            p.out.conflict = conflict
+            p.out.resolved = ("False", "Conflict", conflict)
+            p.out.requeue_after = CONFLICT_POLL
+        self._observe_active(p.spec, p.out, p.children)
+
+    def _act(
+        self, p: _Pass, decision: Decision, s: Situation, number: int, target: ResolveSet
+    ) -> bool:
+        """Carry out ``decision`` for the target revision ``number``; True when a pivot started."""
+        action = decision.action
+        if action is Action.ACTIVE or decision.recreate:
+            # The target is the active revision: nothing of it is held back.
+            _freshness(p.out, target, p.active)
+        if action is Action.ACTIVE:
+            self._collect_garbage(p.spec, p.record)
+            return False
+        if decision.recreate:
+            self._children_missing(p)
+        if action is Action.BLOCKED:
+            self._blocked(p, number, target, s)
+            return False
+        if action is Action.DEPENDENCY_CONFLICT:
+            p.out.conflict = s.dependency_conflict
+            p.out.requeue_after = CONFLICT_POLL
+            self._observe_active(p.spec, p.out, p.children)
+            return False
+        plan = make_plan(p.active, target, revision=number, active=p.record.active)
+        if action is Action.PAUSED:
+            self._paused(p, number, target, plan)
+            return False
+        if action is Action.AWAITING_APPROVAL:
+            self._awaiting_approval(p, number, target, plan)
+            return False
+        self._start_pivot(p, number, target, plan, recreate=decision.recreate)
+        return True
+
+    def _adopt(self, p: _Pass, number: int) -> None:
+        """The active revision was deleted or edited by hand, and the rebuilt selection is
+        exactly what the children install: it is the active revision now (no pivot, no
+        approval: nothing changes on the cluster)."""
+        record, out = p.record, p.out
+        record.active = number
+        if record.last_successful in (None, out.lost_active):
+            record.last_successful = number
+        p.persist(record)
+        p.children.record_revision(number)
         out.events.append(
+            (
+                "Normal",
+                "ResolveSetRebuilt",
+                f"revision {number} records what is installed; it replaces revision "
+                f"{out.lost_active}, which was deleted or modified by hand",
+            )
+        )
+
+    def _children_missing(self, p: _Pass) -> None:
+        """Children of the active revision were deleted by hand: say so (and, unless paused,
+        publish it now: the re-creation may complete within this pass)."""
+        out = p.out
+        out.events.append(("Warning", "ChildMissing", _missing_text(out.reports)))
+        if out.publish is not None and not p.spec.paused:
+            idle = out.progressing
+            out.progressing = ("True", "Pivoting", _missing_text(out.reports))
+            out.publish(out)
+            out.progressing = idle
+
+    def _blocked(self, p: _Pass, number: int, target: ResolveSet, s: Situation) -> None:
+        """Revision ``number`` failed and waits for its backoff, a new selection or a retry."""
+        out = p.out
+        self._observe_active(p.spec, out, p.children)
+        if p.record.pivot is not None:
+            self._describe_pivot(p.record.pivot, out)
+        status, reason, message = out.progressing
+        out.progressing = (
+            status,
+            reason,
+            f"{message}. Revision {number} is tried again after a backoff, when the "
+            "selection changes, or now with the annotation pivoter.io/retry-now",
+        )
+        _freshness(
+            out,
+            target,
+            p.active,
+            gate=(
+                "RevisionFailed",
+                f"revision {number} failed and is tried again after a backoff (or now "
+                "with the annotation pivoter.io/retry-now)",
+            ),
+        )
+        if s.retry_at is not None:
+            out.requeue_after = max(1.0, s.retry_at - s.now)
+
+    def _paused(self, p: _Pass, number: int, target: ResolveSet, plan: dict[str, Any]) -> None:
+        """``spec.paused``: revision ``number`` waits; its plan is published."""
+        out = p.out
+        out.pending_plan = plan
+        out.progressing = (
+            "False",
+            "Paused",
+            f"paused: revision {number} ({summary(plan)}) waits until spec.paused is false",
+        )
+        _freshness(
+            out,
+            target,
+            p.active,
+            gate=("Paused", f"revision {number} waits until spec.paused is false"),
+        )
+        self._observe_active(p.spec, out, p.children)
+
+    def _awaiting_approval(
+        self, p: _Pass, number: int, target: ResolveSet, plan: dict[str, Any]
+    ) -> None:
+        """Manual approval: revision ``number`` waits for it; its plan (with the objects it
+        changes) is published."""
+        out, name = p.out, p.spec.ref.name
+        plan["objects"] = self._plan_objects(
+            p.obj, p.spec, p.children, target=target, number=number, out=out
+        )
+        out.pending_plan = plan
+        out.progressing = (
+            "False",
+            "AwaitingApproval",
+            f"revision {number} ({summary(plan)}) waits for approval: "
+            f"pivoter approve {name} --revision {number}",
+        )
+        _freshness(
+            out,
+            target,
+            p.active,
+            gate=(
+                "AwaitingApproval",
+                f"revision {number} waits for Manual approval: pivoter approve "
+                f"{name} --revision {number}",
+            ),
+        )
+        self._observe_active(p.spec, out, p.children)
+
+    def _start_pivot(
+        self,
+        p: _Pass,
+        number: int,
+        target: ResolveSet,
+        plan: dict[str, Any],
+        *,
+        recreate: tuple[str, ...],
+    ) -> None:
+        """Start the pivot to revision ``number`` and persist its record (the claim on what it
+        installs)."""
+        record = p.record
+        _freshness(
+            p.out, target, p.active, gate=("Pivoting", f"revision {number} is being installed")
+        )
+        record.pivot = self._machine(p.children).start(number, record.last_successful)
+        record.last_attempted = number
+        record.retry_token = p.spec.retry_token
+        record.requested = tuple(p.spec.packages)
+        record.recreating = recreate
+        p.persist(record)
+        p.out.events.append(
             ("Normal", "PivotStarted", f"pivoting to revision {number}: {summary(plan)}")
         )
-        return True
 
     def _plan_objects(
         self,
@@ -356,21 +435,13 @@ class Engine:
         persist: Persist,
         children: Children,
     ) -> None:
+        """Step 1 of the module docstring: one step of the pivot in progress (it stops when a
+        revision it needs was deleted or modified by hand)."""
         pivot = record.pivot
         assert pivot is not None
         target = self._document(spec, pivot.revision)
         previous = self._document(spec, pivot.previous) if pivot.previous else None
-        lost = ""
-        if target is None:
-            lost = (
-                f"ResolveSet revision {pivot.revision} was deleted or modified by hand during the "
-                "pivot; the pivot stopped. Retry with pivoter.io/retry-now"
-            )
-        elif pivot.phase is Phase.ROLLING_BACK and previous is None:
-            lost = (
-                f"{pivot.message}; the rollback stopped: ResolveSet revision {pivot.previous}, "
-                "the revision to go back to, was deleted or modified by hand"
-            )
+        lost = stopped(pivot, target=target is not None, previous=previous is not None)
         if lost or target is None:
             record.pivot = pivot.to(Phase.FAILED, message=lost)
             self._finish(record)
@@ -379,16 +450,6 @@ class Engine:
             self._observe_active(spec, out, children)
             return
         out.selection = target
-        plan = PivotPlan(
-            ref=spec.ref,
-            owner=obj,
-            target=target,
-            previous=previous,
-            service_account=spec.service_account,
-            primary_package=spec.primary_package,
-            deadline_seconds=spec.progress_deadline,
-            auto_rollback=spec.auto_rollback,
-        )
 
         def save(new: PivotRecord) -> None:
             record.pivot = new
@@ -397,6 +458,7 @@ class Engine:
             persist(record)
             self._count_pivot(spec, new)
 
+        plan = _pivot_plan(obj, spec, target, previous)
         step = self._machine(children).run(plan, pivot, save)
         out.events.extend(step.events)
         out.reports = step.reports
@@ -407,17 +469,29 @@ class Engine:
             self._observe_active(spec, out, children)
             self._collect_garbage(spec, record)
         else:
-            if not out.reports:
-                # Preparing reports no child: say how the children installed now are doing (a
-                # missing one is named while the pivot re-creates it), not "nothing installed".
-                requeue = out.requeue_after
-                self._observe_active(spec, out, children, recreating=True)
-                out.requeue_after = requeue
-            out.reports = _recreated(out.reports, record.recreating, target)
+            self._report_pivoting(spec, out, children, target, record.recreating)
         self._describe_pivot(current, out)
 
-    @staticmethod
-    def _finish(record: Record) -> None:
+    def _report_pivoting(
+        self,
+        spec: InputSpec,
+        out: Outcome,
+        children: Children,
+        target: ResolveSet,
+        recreating: tuple[str, ...],
+    ) -> None:
+        """The children of a pivot still in progress, as the status shows them (``recreating``:
+        those deleted by hand that it re-creates)."""
+        if not out.reports:
+            # Preparing reports no child: say how the children installed now are doing (a
+            # missing one is named while the pivot re-creates it), not "nothing installed".
+            requeue = out.requeue_after
+            self._observe_active(spec, out, children, recreating=True)
+            out.requeue_after = requeue
+        out.reports = _recreated(out.reports, recreating, target)
+
+    def _finish(self, record: Record) -> None:
+        """Record how the pivot ended: the active revision, or the failure and its backoff."""
         pivot = record.pivot
         assert pivot is not None
         if pivot.phase is Phase.SUCCEEDED:
@@ -426,7 +500,7 @@ class Engine:
             return
         record.failed_revision = pivot.revision
         record.failures += 1
-        record.failed_at = time.time()
+        record.failed_at = self.clock()
         if pivot.phase is Phase.ROLLED_BACK:
             record.active = pivot.previous
 
@@ -455,47 +529,82 @@ class Engine:
 
     # -- target selection --------------------------------------------------------------------------
 
-    def _target(
-        self,
-        obj: Mapping[str, Any],
-        spec: InputSpec,
-        record: Record,
-        out: Outcome,
-        *,
-        active: ResolveSet | None,
-        children: Children,
-        peers: held.Peers,
-    ) -> tuple[Revision, ResolveSet] | None:
-        if spec.pinned is not None:
-            revision = self.store.get(spec.ref, spec.pinned)
-            document = self._read(revision)
-            if revision is None or document is None:
-                out.resolved = (
-                    "False",
-                    "PinnedRevisionMissing",
-                    f"spec.pinnedRevision {spec.pinned} is not a stored, intact ResolveSet "
-                    f"revision of {spec.ref}: run pivoter history {spec.ref.name} and pin another",
+    def _target(self, p: _Pass, peers: held.Peers) -> tuple[int, ResolveSet] | None:
+        """The target revision (its number and ResolveSet): the pinned one, or a new resolution
+        written as a revision; None when there is none (``out.resolved`` says why)."""
+        if p.spec.pinned is not None:
+            return self._pinned(p)
+        resolution = self._resolution(p, peers)
+        if resolution is None:
+            return None
+        selection, sources = resolution
+        out, record, active = p.out, p.record, p.active
+        out.shared = peers.shared(selection.shared)
+        out.not_newer = selection.not_newer
+        document, orphans = _keep_installed(selection.document, active)
+        revision = self.store.write(p.spec.ref, document, after=record.highest, owner=p.obj)
+        if active is not None and record.active is not None and revision.number != record.active:
+            # The active revision was intact when this pass read it. A new revision of the same
+            # input is written only for a new selection or when the latest one was changed in
+            # the meantime (deleted and re-created by hand): then say so now.
+            _, message = self._check_revision(p.spec, record.active)
+            if message:
+                self._report_modified(
+                    out,
+                    f"{message}; pivoter rebuilt the state as a new revision from what it had "
+                    "read before the change",
                 )
-                out.selection = active
-                out.up_to_date = (UNKNOWN, "Pinned", "not compared with the catalogs: pinned")
-                return None
-            out.up_to_date = (
-                UNKNOWN,
-                "Pinned",
-                f"pinned to revision {spec.pinned}: not compared with the catalogs; pivoter "
-                f"unpin {spec.ref.name} follows them again",
-            )
+        note = _resolved_note(orphans, out.shared)
+        for stale in catalog_selection.not_serving(self.kube, [s.name for s, _ in sources]):
+            note += f"; {stale}"
+        out.resolved = (
+            "True",
+            "Resolved",
+            f"resolved {_bundles(document)} (revision {revision.number}){note}",
+        )
+        return revision.number, document
+
+    def _pinned(self, p: _Pass) -> tuple[int, ResolveSet] | None:
+        """``spec.pinnedRevision``: the stored, intact revision it names, or None (reported)."""
+        spec, out = p.spec, p.out
+        assert spec.pinned is not None
+        revision = self.store.get(spec.ref, spec.pinned)
+        document = self._read(revision)
+        if revision is None or document is None:
             out.resolved = (
-                "True",
-                "Pinned",
-                f"pinned to revision {spec.pinned} ({_bundles(document)}); pivoter unpin "
-                f"{spec.ref.name} follows the catalogs again",
+                "False",
+                "PinnedRevisionMissing",
+                f"spec.pinnedRevision {spec.pinned} is not a stored, intact ResolveSet "
+                f"revision of {spec.ref}: run pivoter history {spec.ref.name} and pin another",
             )
-            return revision, document
-        installed = active.installed() if active is not None else self._installed_from(children)
+            out.selection = p.active
+            out.up_to_date = (UNKNOWN, "Pinned", "not compared with the catalogs: pinned")
+            return None
+        out.up_to_date = (
+            UNKNOWN,
+            "Pinned",
+            f"pinned to revision {spec.pinned}: not compared with the catalogs; pivoter "
+            f"unpin {spec.ref.name} follows them again",
+        )
+        out.resolved = (
+            "True",
+            "Pinned",
+            f"pinned to revision {spec.pinned} ({_bundles(document)}); pivoter unpin "
+            f"{spec.ref.name} follows the catalogs again",
+        )
+        return revision.number, document
+
+    def _resolution(
+        self, p: _Pass, peers: held.Peers
+    ) -> tuple[Selection, list[tuple[CatalogSource, str]]] | None:
+        """Resolve the input against the selected catalogs, with the active revision (or the
+        children) as installed state and what the other inputs hold as held choices; None when
+        it cannot be resolved (reported)."""
+        spec, out, active = p.spec, p.out, p.active
+        installed = active.installed() if active is not None else self._installed_from(p.children)
         # A package the input no longer requests is not kept as installed: it leaves the
         # selection (and is pruned) unless another selected bundle still requires it.
-        dropped = set(record.requested) - set(spec.packages)
+        dropped = set(p.record.requested) - set(spec.packages)
         installed = [i for i in installed if i.package not in dropped]
         began = time.monotonic()
         # What the input requests or installs itself is never held by another: a duplicate
@@ -507,52 +616,18 @@ class Engine:
             holdings = held.described(peers.held(exclude=own), self.cache)
             selection = resolve(sources, spec.requests, installed, held=holdings)
         except catalog_selection.SelectorError as err:
-            out.resolved = ("False", "InvalidSelector", str(err))
-            out.up_to_date = (UNKNOWN, "NotResolved", "not resolved: see the Resolved condition")
-            out.selection = active
-            self._count_resolution(spec, "InvalidSelector", began)
-            return None
+            reason, message = "InvalidSelector", str(err)
         except ResolveProblem as problem:
-            out.resolved = ("False", problem.reason, str(problem))
-            out.up_to_date = (UNKNOWN, "NotResolved", "not resolved: see the Resolved condition")
+            reason, message = problem.reason, str(problem)
             out.explanation = problem.explanation
-            out.selection = active
-            self._count_resolution(spec, problem.reason, began)
-            return None
-        self._count_resolution(spec, "resolved", began)
-        out.shared = peers.shared(selection.shared)
-        out.not_newer = selection.not_newer
-        document, orphans = _keep_installed(selection.document, active)
-        revision = self.store.write(spec.ref, document, after=record.highest, owner=obj)
-        if active is not None and record.active is not None and revision.number != record.active:
-            # The active revision was intact when this pass read it. A new revision of the same
-            # input is written only for a new selection or when the latest one was changed in
-            # the meantime (deleted and re-created by hand): then say so now.
-            _, message = self._check_revision(spec, record.active)
-            if message:
-                self._report_modified(
-                    out,
-                    f"{message}; pivoter rebuilt the state as a new revision from what it had "
-                    "read before the change",
-                )
-        note = ""
-        if orphans:
-            note = (
-                f"; {', '.join(orphans)} stay as installed: no selected catalog offers them any "
-                "more"
-            )
-        if out.shared:
-            note += "; shared dependencies installed by other inputs: " + ", ".join(
-                s.text() for s in out.shared
-            )
-        for stale in catalog_selection.not_serving(self.kube, [s.name for s, _ in sources]):
-            note += f"; {stale}"
-        out.resolved = (
-            "True",
-            "Resolved",
-            f"resolved {_bundles(document)} (revision {revision.number}){note}",
-        )
-        return revision, document
+        else:
+            self._count_resolution(spec, "resolved", began)
+            return selection, sources
+        out.resolved = ("False", reason, message)
+        out.up_to_date = (UNKNOWN, "NotResolved", "not resolved: see the Resolved condition")
+        out.selection = active
+        self._count_resolution(spec, reason, began)
+        return None
 
     def _active(
         self, spec: InputSpec, record: Record, out: Outcome, children: Children
@@ -686,6 +761,22 @@ class Engine:
         )
 
 
+def _pivot_plan(
+    obj: Mapping[str, Any], spec: InputSpec, target: ResolveSet, previous: ResolveSet | None
+) -> PivotPlan:
+    """What the pivot of ``obj`` to ``target`` (from ``previous``) installs, and how."""
+    return PivotPlan(
+        ref=spec.ref,
+        owner=obj,
+        target=target,
+        previous=previous,
+        service_account=spec.service_account,
+        primary_package=spec.primary_package,
+        deadline_seconds=spec.progress_deadline,
+        auto_rollback=spec.auto_rollback,
+    )
+
+
 def _keep_installed(
     document: ResolveSet, active: ResolveSet | None
 ) -> tuple[ResolveSet, list[str]]:
@@ -706,6 +797,19 @@ def _keep_installed(
     if not orphans:
         return document, []
     return replace(document, entries=tuple(entries)), orphans
+
+
+def _resolved_note(orphans: list[str], shared: list[held.SharedDependency] | None) -> str:
+    """What the Resolved message adds: bundles kept only because they are installed, and the
+    shared dependencies other inputs install."""
+    note = ""
+    if orphans:
+        note = f"; {', '.join(orphans)} stay as installed: no selected catalog offers them any more"
+    if shared:
+        note += "; shared dependencies installed by other inputs: " + ", ".join(
+            s.text() for s in shared
+        )
+    return note
 
 
 UNKNOWN = "Unknown"

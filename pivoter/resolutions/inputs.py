@@ -9,7 +9,6 @@ deletion means for it. Used by :mod:`pivoter.resolutions.controller` and
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -135,7 +134,7 @@ class InputReconciler:
         if record.active is None:
             return False
         since = parse_time(str(obj["metadata"].get("deletionTimestamp") or ""))
-        if since is not None and time.time() - since > spec.progress_deadline:
+        if since is not None and self.engine.clock() - since > spec.progress_deadline:
             log.warning("%s: deleting without the children it could not re-create", spec.ref)
             return False
         document = self.engine.read(self.engine.store.get(spec.ref, record.active))
