@@ -19,7 +19,8 @@ Each transition is persisted through the caller's ``persist`` callback *before* 
 phase's action runs, and every action is idempotent, so a daemon killed anywhere resumes the
 recorded phase on restart. The machine never decides *whether* to pivot (the input controllers
 do: new selection, approval, pin); it only carries a started pivot to an end. Called by
-:mod:`pivoter.resolutions.engine`.
+:mod:`pivoter.resolutions.engine`; it reaches the cluster only through the two boundaries of
+:mod:`pivoter.pivot.ports`, so tests/pivot/test_machine_units.py drives it in memory.
 """
 
 from __future__ import annotations
@@ -32,14 +33,14 @@ from typing import Any
 
 from pivoter.kube import Object
 from pivoter.pivot.children import (
-    Children,
     ChildReport,
     ChildState,
     UninstallableBundle,
     desired_child,
 )
 from pivoter.pivot.naming import ANNOTATION_BUNDLE, ANNOTATION_REVISION
-from pivoter.pivot.prepare import Pending, Prepared, PrepareFailed, Preparer
+from pivoter.pivot.ports import ChildrenPort, PreparerPort
+from pivoter.pivot.prepare import Pending, Prepared, PrepareFailed
 from pivoter.pivot.state import Phase, PivotRecord
 from pivoter.resolvesets import InputRef
 from resolver.resolveset import Entry, ResolveSet
@@ -90,8 +91,10 @@ class StepResult:
 class PivotMachine:
     """Carries pivots of one input to an end; see the module docstring."""
 
-    children: Children
-    preparer: Preparer
+    children: ChildrenPort
+    """The input's child BundleDeployments (:class:`~pivoter.pivot.children.Children`)."""
+    preparer: PreparerPort
+    """The ``Preparing`` phase (:class:`~pivoter.pivot.prepare.Preparer`)."""
     clock: Callable[[], float] = time.time
     failure_grace: float = DEFAULT_FAILURE_GRACE
     on_transition: Callable[[PivotRecord], None] | None = None
