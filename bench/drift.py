@@ -2,7 +2,7 @@
 
 A plain BundleDeployment installs a ConfigMap, a Deployment and a CRD with the provisioning
 controllers running in this process (:func:`pivoter.controllers.provisioning.setup` on a
-:class:`~pivoter.controller.manager.Manager`, as ``pivoter run`` wires them). Then, ``--deletions``
+:class:`~pivoter.runtime.manager.Manager`, as ``pivoter run`` wires them). Then, ``--deletions``
 times, the managed ConfigMap is deleted and the clock runs until a GET finds it again (polled
 every 5 ms); the daemon learns of the deletion from its shared informer, queues the
 BundleDeployment, detects the drift and re-applies. Reported: p50, p90, p99 and max.

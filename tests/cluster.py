@@ -13,8 +13,6 @@ import os
 import secrets
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +31,8 @@ from localcluster import (  # noqa: E402  (needs the path above)
     sweep_orphans,
 )
 from localcluster.cluster import clear_stale  # noqa: E402
+
+from tests.polling import wait_for  # noqa: E402  (re-exported)
 
 __all__ = [
     "ClusterConfig",
@@ -65,20 +65,6 @@ def unique_name(prefix: str) -> str:
 def session_labels() -> dict[str, str]:
     """The labels that put an object under this session's cleanup sweep."""
     return {SESSION_LABEL: SESSION_TOKEN}
-
-
-def wait_for(
-    condition: Callable[[], Any], *, timeout: float = 60.0, interval: float = 0.25, what: str = ""
-) -> Any:
-    """Poll ``condition`` until it returns something truthy and return it; fail on timeout."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = condition()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what or condition}")
-        time.sleep(interval)
 
 
 def raw_request(

@@ -31,9 +31,9 @@ from pivoter.catalogs.errors import CatalogProblem
 from pivoter.catalogs.interval import MIN_INTERVAL, parse_duration, retry_delay
 from pivoter.catalogs.poll import Poller
 from pivoter.catalogs.sources import ObjectReader, SourceSettings, build_source
-from pivoter.controller.cache import split_key
-from pivoter.controller.controller import Result
 from pivoter.kube import Kube, NotFound, Resource
+from pivoter.runtime.cache import split_key
+from pivoter.runtime.controller import Result
 
 __all__ = [
     "CATALOG_SOURCES",

@@ -34,9 +34,9 @@ from pivoter.catalogs.interval import MIN_INTERVAL, parse_duration, retry_delay
 from pivoter.catalogs.metrics import CatalogMetrics
 from pivoter.catalogs.poll import Poller, PollOutcome
 from pivoter.catalogs.sources import SourceSettings, build_source
-from pivoter.controller.controller import Result
 from pivoter.controllers.conditions import FALSE, TRUE, find, set_condition
-from pivoter.kube import MERGE_PATCH, EventRecorder, Kube, NotFound, Resource
+from pivoter.kube import EventRecorder, Kube, NotFound, Resource
+from pivoter.runtime.controller import Result
 
 __all__ = ["CATALOGS", "CONFIG_MAPS", "SECRETS", "CatalogReconciler", "referenced_config_maps"]
 
@@ -249,12 +249,7 @@ class CatalogReconciler:
                 status["lastFetchTime"] = _timestamp(now)
         if status == old:
             return
-        self.kube.request(
-            "PATCH",
-            CATALOGS.path(None, name) + "/status",
-            body={"status": status},
-            content_type=MERGE_PATCH,
-        )
+        self.kube.patch_status(CATALOGS, name, status)
         self._event(catalog, previous, find(conditions, api.TYPE_SERVING), outcome, moved)
 
     def _event(

@@ -28,8 +28,8 @@ from pivoter.catalogs.reconciler import (
     referenced_config_maps,
 )
 from pivoter.catalogs.sources import SourceSettings
-from pivoter.controller.manager import Manager
 from pivoter.kube import EventRecorder, NotFound, Object, Resource
+from pivoter.runtime.manager import Manager
 
 __all__ = ["CONTROLLER_NAME", "setup"]
 

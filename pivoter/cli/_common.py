@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 from typing import Any
 
-from pivoter.cli.exitcodes import EPILOG, ExitCode
-from pivoter.cli.output import error
+from pivoter.cli.exitcodes import EPILOG
 
 Subparsers = Any  # argparse's _SubParsersAction is private; this alias names what we pass around
-Handler = Callable[[argparse.Namespace], int]
 
 
 def add_command(subparsers: Subparsers, name: str, help_text: str) -> argparse.ArgumentParser:
@@ -23,16 +20,3 @@ def add_command(subparsers: Subparsers, name: str, help_text: str) -> argparse.A
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     return parser
-
-
-def unavailable(feature: str) -> Handler:
-    """Return a handler for a command that this version does not build yet.
-
-    It says so plainly and exits with ``ExitCode.UNAVAILABLE`` instead of pretending to work.
-    """
-
-    def handler(_: argparse.Namespace) -> int:
-        error(f"{feature} is not available in this version of pivoter yet")
-        return int(ExitCode.UNAVAILABLE)
-
-    return handler

@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from pivoter.cli import catalog_diff, catalog_graph, catalog_test
-from pivoter.cli._common import Subparsers, add_command, unavailable
+from pivoter.cli._common import Subparsers, add_command
 from pivoter.cli.catalog_serve import add_serve, add_source_options, open_catalog
 from pivoter.cli.exitcodes import ExitCode
 from pivoter.cli.flags import CatalogLocation, Directory
@@ -59,10 +59,8 @@ def register(subparsers: Subparsers) -> None:
             add_source_options(sub)
         elif name == "serve":
             add_serve(sub)
-        elif name in _MAINTAINER_TOOLS:
-            _MAINTAINER_TOOLS[name](sub)
         else:
-            sub.set_defaults(handler=unavailable(f"pivoter catalog {name}"))
+            _MAINTAINER_TOOLS[name](sub)
 
 
 def _add_cache_flag(parser: argparse.ArgumentParser) -> None:

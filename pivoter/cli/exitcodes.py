@@ -15,7 +15,6 @@ class ExitCode(IntEnum):
     USAGE = 2
     INVALID = 3
     UNSATISFIABLE = 4
-    UNAVAILABLE = 5
     INTERNAL = 70
 
 
@@ -31,7 +30,6 @@ MEANING: dict[ExitCode, str] = {
     ),
     ExitCode.INVALID: "the input was read but is not valid (e.g. a catalog failing validation)",
     ExitCode.UNSATISFIABLE: "a resolution has no answer; the explanation is on stderr",
-    ExitCode.UNAVAILABLE: "the command is not built in this version of pivoter yet",
     ExitCode.INTERNAL: "a bug in pivoter (the traceback follows on stderr); please report it",
 }
 

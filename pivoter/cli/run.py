@@ -1,23 +1,15 @@
-"""``pivoter run``: start the daemon (controllers, leader election, metrics, probes).
+"""``pivoter run``: the daemon's flags; the daemon itself is :mod:`pivoter.daemon`.
 
-Builds the Kubernetes client, a :class:`pivoter.controller.Manager` with its endpoints and
-(optionally) leader election, registers the product controllers through
-:func:`pivoter.controllers.register`, and runs until SIGTERM or SIGINT. Exits 0 after a clean
-shutdown, 1 when it cannot start (bad kubeconfig, port in use) or leadership was lost (so the
-kubelet restarts it and it competes again).
+Parses the flags, checks the addresses, sets up logging and calls :func:`pivoter.daemon.run`.
+Exits 0 after a clean shutdown, 1 when it cannot start (bad kubeconfig, port in use) or
+leadership was lost (so the kubelet restarts it and it competes again), 2 on unusable flags.
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
-import os
-import socket
-import threading
-from collections.abc import Callable
-from pathlib import Path
 
-from pivoter import catalogs, controllers, platformoperators, resolutions, resolvesets
+from pivoter import daemon
 from pivoter.cli._common import Subparsers, add_command
 from pivoter.cli.exitcodes import ExitCode
 from pivoter.cli.flags import (
@@ -31,34 +23,12 @@ from pivoter.cli.flags import (
 )
 from pivoter.cli.listen import check_bindable
 from pivoter.cli.output import error
-from pivoter.cli.run_webhook import Server, add_webhook_flags, start_webhook
-from pivoter.contentserver import ContentServer
-from pivoter.controller import LeaderElectionConfig, Manager, ManagerExit, default_identity
-from pivoter.controllers import provisioning
-from pivoter.kube import (
-    EventRecorder,
-    Kube,
-    KubeConfigError,
-    KubeError,
-    NotFound,
-    Resource,
-    Unavailable,
-    load_client,
-)
-from pivoter.kube.identities import Identities
-from pivoter.observability import EndpointsError, Metrics, parse_address, setup_logging
+from pivoter.cli.run_webhook import add_webhook_flags, start_webhook
+from pivoter.daemon import DEFAULT_LEASE, DEFAULT_NAMESPACE, DEFAULT_STORE
+from pivoter.kube import Kube
+from pivoter.observability import parse_address, setup_logging
 from pivoter.observability.logs import LEVELS
-from pivoter.pivot import PivotRecord, Preparer
-
-log = logging.getLogger("pivoter.run")
-
-IN_CLUSTER_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
-DEFAULT_NAMESPACE = "pivoter-system"
-DEFAULT_LEASE = "pivoter-leader.pivoter.io"
-DEFAULT_STORE = Path("/var/cache/pivoter/bundles")
-PAUSE_PIVOT_ENV = "PIVOTER_TEST_PAUSE_PIVOT_AT"
-"""Tests only: the pivot phase (docs/pivot.md) at which to block every pivot, to kill the
-daemon there."""
+from pivoter.runtime import ManagerExit
 
 
 def register(subparsers: Subparsers) -> None:
@@ -164,35 +134,43 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         error(str(exc))
         return int(ExitCode.FAILURE)
+
+    def webhook(kube: Kube, namespace: str) -> daemon.Server | None:
+        return start_webhook(kube, args, namespace)
+
     try:
-        manager = _build_manager(args)
-    except (KubeConfigError, EndpointsError, ValueError) as exc:
+        outcome = daemon.run(_options(args), webhook)
+    except daemon.DaemonError as exc:
         error(str(exc))
         return int(ExitCode.FAILURE)
-    namespace = args.namespace or _own_namespace()
-    try:
-        manager.start_endpoints()
-    except EndpointsError as exc:
-        error(str(exc))
-        return int(ExitCode.FAILURE)
-    try:
-        servers = _setup_product(manager, args, namespace)
-    except (KubeError, OSError, ValueError) as exc:
-        error(f"cannot set up the controllers: {exc}")
-        return int(ExitCode.FAILURE)
-    log.info("starting with %d controllers", len(manager.controllers))
-    try:
-        outcome = manager.run(install_signal_handlers=True)
-    except EndpointsError as exc:
-        error(str(exc))
-        return int(ExitCode.FAILURE)
-    finally:
-        for server in servers:
-            server.stop()
     if outcome is ManagerExit.LOST_LEADERSHIP:
         error("leadership was lost; exiting so that a restart competes again")
         return int(ExitCode.FAILURE)
     return int(ExitCode.OK)
+
+
+def _options(args: argparse.Namespace) -> daemon.Options:
+    election = None
+    if args.leader_elect:
+        election = daemon.Election(
+            namespace=args.leader_election_namespace,
+            name=args.leader_election_id,
+            identity=args.leader_election_identity,
+            lease_duration=args.leader_election_lease_duration,
+            renew_deadline=args.leader_election_renew_deadline,
+            retry_period=args.leader_election_retry_period,
+        )
+    return daemon.Options(
+        kubeconfig=args.kubeconfig,
+        metrics_address=parse_address(args.metrics_bind_address),
+        health_address=parse_address(args.health_probe_bind_address),
+        content_address=parse_address(args.content_bind_address),
+        election=election,
+        namespace=args.namespace,
+        store_dir=args.store_dir,
+        content_url=args.content_url,
+        platform_operator_service_account=args.platform_operator_service_account,
+    )
 
 
 def _check_addresses(args: argparse.Namespace) -> None:
@@ -211,129 +189,3 @@ def _check_addresses(args: argparse.Namespace) -> None:
         seen[port] = flag
         if flag in ("content", "webhook"):  # metrics and probes bind first thing in run()
             check_bindable(host, port, f"--{flag}-bind-address")
-
-
-def _build_manager(args: argparse.Namespace) -> Manager:
-    kube = Kube(load_client(args.kubeconfig))
-    election = None
-    if args.leader_elect:
-        election = LeaderElectionConfig(
-            namespace=args.leader_election_namespace or _own_namespace(),
-            name=args.leader_election_id,
-            identity=args.leader_election_identity or default_identity(),
-            lease_duration=args.leader_election_lease_duration,
-            renew_deadline=args.leader_election_renew_deadline,
-            retry_period=args.leader_election_retry_period,
-        )
-    return Manager(
-        kube,
-        metrics=Metrics(),
-        leader_election=election,
-        metrics_address=parse_address(args.metrics_bind_address),
-        health_address=parse_address(args.health_probe_bind_address),
-    )
-
-
-def _setup_product(manager: Manager, args: argparse.Namespace, namespace: str) -> list[Server]:
-    """Register the product controllers and start the HTTP servers; return the servers."""
-    recorder = EventRecorder(
-        manager.kube,
-        reporting_controller="pivoter.io/pivoter",
-        reporting_instance=socket.gethostname(),
-    )
-    bundles = provisioning.setup(
-        manager,
-        store_dir=args.store_dir,
-        namespace=namespace,
-        content_url_base=args.content_url,
-        recorder=recorder,
-    )
-    read_olm = True
-    try:
-        manager.kube.request("GET", "/version")
-    except Unavailable as exc:
-        # Discovering OLM's and catalogd's kinds needs the API server; the controllers wait for
-        # it themselves (their informers retry), so start without those two readers.
-        log.warning("API server unreachable at start (%s): not reading OLM/catalogd catalogs", exc)
-        read_olm = False
-    cache = catalogs.setup(manager, namespace=namespace, recorder=recorder, read_olm=read_olm)
-    revisions = resolvesets.setup(manager, namespace=namespace)
-    preparer = Preparer(manager.kube, bundles, Identities(manager.kube))
-    # An input kind whose CRD is not installed would keep the informers from ever syncing (and
-    # every controller from starting): set up only the served ones (all of them when the API
-    # server cannot be asked; deploy/ installs every CRD).
-    inputs = []
-    if not read_olm or _served(manager, resolutions.RESOLUTIONS):
-        inputs.append(
-            resolutions.setup(
-                manager, cache=cache, store=revisions, preparer=preparer, recorder=recorder
-            )
-        )
-    if not read_olm or _served(manager, platformoperators.PLATFORM_OPERATORS):
-        operators = platformoperators.setup(
-            manager,
-            cache=cache,
-            store=revisions,
-            preparer=preparer,
-            settings=platformoperators.Settings(
-                service_account=_service_account(args.platform_operator_service_account)
-            ),
-            recorder=recorder,
-        )
-        inputs.append(operators)
-    pause_at = os.environ.get(PAUSE_PIVOT_ENV, "")
-    if pause_at:
-        for reconciler in inputs:
-            reconciler.engine.on_transition = _pause_hook(pause_at)
-    controllers.register(manager)
-    servers: list[Server] = []
-    content = parse_address(args.content_bind_address)
-    if content is not None:
-        server = ContentServer(manager.kube, bundles, host=content[0], port=content[1])
-        server.start()
-        servers.append(server)
-    webhook = start_webhook(manager.kube, args, namespace)
-    if webhook is not None:
-        servers.append(webhook)
-    return servers
-
-
-def _pause_hook(phase: str) -> Callable[[PivotRecord], None]:
-    """Fault-injection hook for tests: block the pivot right after it entered ``phase`` (and
-    the phase was persisted), so that a test can kill the daemon exactly there."""
-
-    def hook(record: PivotRecord) -> None:
-        if record.phase.value == phase:
-            log.warning(
-                "%s=%s: pausing the pivot to revision %d", PAUSE_PIVOT_ENV, phase, record.revision
-            )
-            threading.Event().wait()
-
-    return hook
-
-
-def _served(manager: Manager, resource: Resource) -> bool:
-    try:
-        manager.kube.resource(resource.api_version, resource.kind)
-    except NotFound:
-        log.warning(
-            "%s is not served (its CRD is not installed): not running its controller", resource.kind
-        )
-        return False
-    return True
-
-
-def _service_account(text: str) -> dict[str, str] | None:
-    if not text:
-        return None
-    namespace, sep, name = text.partition("/")
-    if not sep or not namespace or not name:
-        raise ValueError(f"--platform-operator-service-account {text!r}: expected NAMESPACE/NAME")
-    return {"namespace": namespace, "name": name}
-
-
-def _own_namespace() -> str:
-    try:
-        return IN_CLUSTER_NAMESPACE.read_text().strip() or DEFAULT_NAMESPACE
-    except OSError:
-        return DEFAULT_NAMESPACE

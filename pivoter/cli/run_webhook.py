@@ -15,10 +15,10 @@ import logging
 import tempfile
 from datetime import timedelta
 from pathlib import Path
-from typing import Protocol
 from urllib.parse import urlsplit
 
 from pivoter.cli.flags import BindAddress, CertDirectory, NamespacedName, Url
+from pivoter.daemon import Server
 from pivoter.kube import Kube, apply
 from pivoter.observability import parse_address
 from pivoter.webhook.registration import configuration
@@ -30,14 +30,6 @@ __all__ = ["Server", "add_webhook_flags", "start_webhook"]
 log = logging.getLogger("pivoter.run")
 
 GENERATED_VALIDITY = timedelta(days=365)
-
-
-class Server(Protocol):
-    """A background server ``pivoter run`` stops on shutdown."""
-
-    def stop(self) -> None:
-        """Stop serving."""
-        ...
 
 
 def add_webhook_flags(parser: argparse.ArgumentParser) -> None:

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from pivoter.apis import rukpak
-from pivoter.controller.controller import Result
 from pivoter.controllers.conditions import FALSE, TRUE, UNKNOWN, find, set_condition
 from pivoter.controllers.sourcespec import source_spec
-from pivoter.kube import MERGE_PATCH, Kube, NotFound, Resource
+from pivoter.kube import Kube, NotFound, Resource
+from pivoter.runtime.controller import Result
 from provisioners.content import unpack_bundle
 from provisioners.errors import ProvisionerError
 from provisioners.formats import FORMATS, BundleFormat
@@ -177,12 +177,7 @@ class BundleReconciler:
 
     def _write_status(self, name: str, status: dict[str, Any]) -> None:
         try:
-            self.kube.request(
-                "PATCH",
-                BUNDLES.path(None, name) + "/status",
-                body={"status": status},
-                content_type=MERGE_PATCH,
-            )
+            self.kube.patch_status(BUNDLES, name, status)
         except NotFound:
             # Deleted while unpacking (e.g. a pivot superseded it): nothing left to report on,
             # and the next reconcile of the name collects its content.

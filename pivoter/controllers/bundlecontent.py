@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from provisioners.apply.kubeapi import Forbidden, KubeAPI, NotFound
+from pivoter.kube import Forbidden, KubeAPI, NotFound
 from provisioners.formats import BundleFormat
 from provisioners.formats.base import Hook
 from provisioners.formats.helm import Capabilities, HelmFormat

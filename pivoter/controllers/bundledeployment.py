@@ -31,7 +31,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pivoter.apis import rukpak
-from pivoter.controller.controller import Result
 from pivoter.controllers import bundlecontent, crdupgrade, drift, health
 from pivoter.controllers.bundle import BUNDLES, BundleReconciler, bundle_format_for
 from pivoter.controllers.conditions import (
@@ -43,11 +42,11 @@ from pivoter.controllers.conditions import (
     set_conditions,
 )
 from pivoter.controllers.managedobjects import ManagedObjects
-from pivoter.kube import MERGE_PATCH, EventRecorder, Kube, KubeError, NotFound, Resource
+from pivoter.kube import EventRecorder, Kube, KubeAPI, KubeError, NotFound, Resource
 from pivoter.kube.identities import Identities
+from pivoter.runtime.controller import Result
 from provisioners.apply.applier import Applier, ApplyError, Owner
 from provisioners.apply.hooks import HookRunner
-from provisioners.apply.kubeapi import KubeAPI
 from provisioners.apply.objects import LABEL_OWNER_KIND, LABEL_OWNER_NAME, ObjectRef, ref_of
 from provisioners.crdsafety import UnsafeCRDChange
 from provisioners.errors import ProvisionerError
@@ -193,7 +192,9 @@ class BundleDeploymentReconciler:
             self._finalize(bd)
             return None
         if FINALIZER not in (metadata.get("finalizers") or []):
-            bd = self._set_finalizers(bd, [*(metadata.get("finalizers") or []), FINALIZER])
+            bd = self.kube.set_finalizers(
+                BUNDLE_DEPLOYMENTS, bd, [*(metadata.get("finalizers") or []), FINALIZER]
+            )
         return self._install(bd)
 
     # -- install -----------------------------------------------------------------------------
@@ -259,7 +260,7 @@ class BundleDeploymentReconciler:
         """Where the install stopped: objects it created go into the inventory (so that the
         next apply or the uninstall prunes them), a Warning Event, and the conditions."""
         if exc.partial:
-            known = [ObjectRef.from_dict(d) for d in status.get("inventory") or []]
+            known = inventory_of(status)
             extra = [ref for ref in exc.partial if ref not in known]
             if extra:
                 status["inventory"] = [ref.as_dict() for ref in known + extra]
@@ -368,9 +369,7 @@ class BundleDeploymentReconciler:
         """Install or upgrade; in the steady state correct (or report) drift instead."""
         name = bd["metadata"]["name"]
         generation = int(bd["metadata"].get("generation") or 0)
-        inventory = [
-            ObjectRef.from_dict(d) for d in (bd.get("status") or {}).get("inventory") or []
-        ]
+        inventory = inventory_of(bd.get("status"))
         if steady and self._unchanged(name, bundle["metadata"]["name"], generation, inventory):
             return _Outcome(refs=inventory, applied=False)
         spec = bd.get("spec") or {}
@@ -493,7 +492,7 @@ class BundleDeploymentReconciler:
         bundle_name = bundle["metadata"]["name"]
         applier = Applier(api, Owner(KIND, name))
         hooks = HookRunner(applier) if run_hooks and content.hooks else None
-        previous = [ObjectRef.from_dict(d) for d in (bd.get("status") or {}).get("inventory") or []]
+        previous = inventory_of(bd.get("status"))
         upgrading = bool((bd.get("status") or {}).get("activeBundle"))
         safety = ((spec.get("preflight") or {}).get("crdUpgradeSafety") or {}).get("disabled")
 
@@ -588,13 +587,13 @@ class BundleDeploymentReconciler:
             if self.recorder is not None:
                 self.recorder.normal(bd, "ObjectsKept", "Delete", kept.message)
                 self.recorder.normal(kept.input, "ObjectsKept", "Delete", kept.message)
-            self._set_finalizers(bd, [f for f in metadata["finalizers"] if f != FINALIZER])
+            self.kube.set_finalizers(
+                BUNDLE_DEPLOYMENTS, bd, [f for f in metadata["finalizers"] if f != FINALIZER]
+            )
             log.info("bundledeployment %s: %s", metadata["name"], kept.message)
             return
         spec = bd.get("spec") or {}
-        inventory = [
-            ObjectRef.from_dict(d) for d in (bd.get("status") or {}).get("inventory") or []
-        ]
+        inventory = inventory_of(bd.get("status"))
         applier = Applier(self._api_for(spec.get("serviceAccount")), Owner(KIND, metadata["name"]))
         pruned = applier.prune(
             inventory, [], crd_policy=str(spec.get("crdDeletionPolicy") or "Keep")
@@ -602,7 +601,9 @@ class BundleDeploymentReconciler:
         for ref, why in pruned.kept:
             self._warn(bd, "ObjectKept", f"kept {ref.kind} {_where(ref)} on deletion: {why}")
             self._orphan(ref)
-        self._set_finalizers(bd, [f for f in metadata["finalizers"] if f != FINALIZER])
+        self.kube.set_finalizers(
+            BUNDLE_DEPLOYMENTS, bd, [f for f in metadata["finalizers"] if f != FINALIZER]
+        )
         log.info(
             "bundledeployment %s: uninstalled %d objects, kept %d",
             metadata["name"],
@@ -621,15 +622,6 @@ class BundleDeploymentReconciler:
 
     # -- writes ------------------------------------------------------------------------------
 
-    def _set_finalizers(self, bd: dict[str, Any], finalizers: list[str]) -> dict[str, Any]:
-        patch = {
-            "metadata": {
-                "finalizers": finalizers,
-                "resourceVersion": bd["metadata"]["resourceVersion"],
-            }
-        }
-        return self.kube.merge_patch(BUNDLE_DEPLOYMENTS, bd["metadata"]["name"], patch)
-
     def _write_status(
         self, bd: dict[str, Any], status: dict[str, Any], found: list[Condition]
     ) -> None:
@@ -641,14 +633,7 @@ class BundleDeploymentReconciler:
         new = {**status, "conditions": conditions, "observedGeneration": generation}
         if new == bd.get("status"):
             return  # nothing changed: no write, no watch event
-        name = bd["metadata"]["name"]
-        body = {"status": new}
-        self.kube.request(
-            "PATCH",
-            BUNDLE_DEPLOYMENTS.path(None, name) + "/status",
-            body=body,
-            content_type=MERGE_PATCH,
-        )
+        self.kube.patch_status(BUNDLE_DEPLOYMENTS, bd["metadata"]["name"], new)
 
     def _delete_other_bundles(self, bd: dict[str, Any], keep: str) -> None:
         name = bd["metadata"]["name"]
@@ -665,6 +650,12 @@ class BundleDeploymentReconciler:
         log.warning("bundledeployment %s: %s: %s", bd["metadata"]["name"], reason, note)
         if self.recorder is not None:
             self.recorder.warning(bd, reason, "Reconcile", note)
+
+
+def inventory_of(status: Mapping[str, Any] | None) -> list[ObjectRef]:
+    """The objects a BundleDeployment's ``status.inventory`` lists (none without a status): what
+    it installed, which the next apply and the uninstall prune against."""
+    return [ObjectRef.from_dict(ref) for ref in (status or {}).get("inventory") or []]
 
 
 def _waiting_for(bundle: Mapping[str, Any], status: Mapping[str, Any]) -> list[Condition]:

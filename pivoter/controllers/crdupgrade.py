@@ -18,7 +18,7 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from provisioners.apply.kubeapi import MERGE_PATCH, Conflict, KubeAPI, NotFound
+from pivoter.kube import MERGE_PATCH, Conflict, KubeAPI, NotFound
 from provisioners.apply.objects import CRD_KIND
 from provisioners.crdsafety import (
     UnsafeCRDChange,

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from provisioners.apply.kubeapi import APPLY_PATCH, KubeAPI, NotFound
+from pivoter.kube import APPLY_PATCH, KubeAPI, NotFound
 from provisioners.apply.objects import ObjectRef, ref_of, with_owner_labels
 
 __all__ = ["Drift", "DriftReport", "detect", "differences", "fingerprint"]

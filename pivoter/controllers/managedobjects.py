@@ -15,10 +15,10 @@ import logging
 import threading
 from collections.abc import Iterable
 
-from pivoter.controller.controller import Controller
-from pivoter.controller.informer import Informer
-from pivoter.controller.manager import Manager
 from pivoter.kube import KubeError, Object
+from pivoter.runtime.controller import Controller
+from pivoter.runtime.informer import Informer
+from pivoter.runtime.manager import Manager
 from provisioners.apply.objects import LABEL_OWNER_KIND, LABEL_OWNER_NAME, ObjectRef
 
 __all__ = ["OWNER_KIND", "SELECTOR", "ManagedObjects", "owning_bundle_deployment"]

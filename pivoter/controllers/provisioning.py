@@ -12,11 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from pivoter.apis import rukpak
-from pivoter.controller.manager import Manager
 from pivoter.controllers.bundle import BUNDLES, BundleReconciler
 from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS, BundleDeploymentReconciler
 from pivoter.controllers.managedobjects import ManagedObjects
 from pivoter.kube import EventRecorder, Object
+from pivoter.runtime.manager import Manager
 from provisioners.store import BundleStore
 
 __all__ = ["setup"]

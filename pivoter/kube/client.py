@@ -1,6 +1,6 @@
 """The daemon's API client: the verbs and watches of :class:`Kube` on top of the one REST boundary.
 
-Everything in :mod:`pivoter.controller` (informers, leader election) and the reconcilers talks to
+Everything in :mod:`pivoter.runtime` (informers, leader election) and the reconcilers talks to
 the cluster through :class:`Kube`. Requests, discovery, warnings and the typed errors come from
 :class:`provisioners.apply.kubeapi.KubeAPI`, which the appliers use too, so one client and one
 error hierarchy serve the whole daemon.
@@ -12,7 +12,7 @@ import contextlib
 import json
 import logging
 import socket
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from urllib3.exceptions import HTTPError as URLLib3Error
@@ -92,6 +92,33 @@ class Kube(KubeAPI):
         return self.request(
             "PATCH", resource.path(namespace, name), body=patch, content_type=MERGE_PATCH
         )
+
+    def patch_status(
+        self, resource: Resource, name: str, status: Object, namespace: str | None = None
+    ) -> Object:
+        """Merge-patch the status subresource of one object: the one status write of every
+        reconciler."""
+        return self.request(
+            "PATCH",
+            resource.path(namespace, name) + "/status",
+            body={"status": status},
+            content_type=MERGE_PATCH,
+        )
+
+    def set_finalizers(
+        self, resource: Resource, obj: Mapping[str, Any], finalizers: Sequence[str]
+    ) -> Object:
+        """Replace the finalizers of ``obj`` (cluster-scoped or in its namespace), guarded by its
+        resourceVersion so that a stale copy fails with Conflict instead of dropping another's
+        finalizer."""
+        metadata = obj["metadata"]
+        patch = {
+            "metadata": {
+                "finalizers": [*finalizers],
+                "resourceVersion": metadata["resourceVersion"],
+            }
+        }
+        return self.merge_patch(resource, metadata["name"], patch, metadata.get("namespace"))
 
     def delete(
         self,

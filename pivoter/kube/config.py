@@ -1,7 +1,7 @@
 """Build an authenticated ``kubernetes`` ApiClient: explicit kubeconfig, in-cluster, or default.
 
 Called once by ``pivoter run`` (and by tests) to get the client every informer, controller and
-leader elector of a :class:`pivoter.controller.Manager` shares. The order mirrors kubectl and
+leader elector of a :class:`pivoter.runtime.Manager` shares. The order mirrors kubectl and
 controller-runtime: ``--kubeconfig`` first, then the in-cluster service account when running in a
 Pod, then ``$KUBECONFIG`` or ``~/.kube/config``.
 """

@@ -1,6 +1,6 @@
 """What the daemon exports about itself: Prometheus metrics, health/readiness probes, logs.
 
-Used by :mod:`pivoter.controller` (which records metrics) and ``pivoter run`` (which serves them
+Used by :mod:`pivoter.runtime` (which records metrics) and ``pivoter run`` (which serves them
 and sets up logging).
 """
 

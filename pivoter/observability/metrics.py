@@ -3,7 +3,7 @@
 Names follow client-go's and controller-runtime's (``workqueue_*``, ``*_reconcile_*``,
 ``leader_election_master_status``) so existing dashboards and alerts read them unchanged; the
 product prefix is ``pivoter_``. One :class:`Metrics` (with its own registry) belongs to one
-:class:`pivoter.controller.Manager`; the work queue, the controllers, the informers and the leader
+:class:`pivoter.runtime.Manager`; the work queue, the controllers, the informers and the leader
 elector record into it, and :mod:`pivoter.observability.server` serves it.
 """
 

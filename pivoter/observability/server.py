@@ -1,6 +1,6 @@
 """The HTTP endpoints a kubelet and Prometheus poll: ``/metrics``, ``/healthz`` and ``/readyz``.
 
-:class:`Endpoints` serves any subset of them on one address; :class:`pivoter.controller.Manager`
+:class:`Endpoints` serves any subset of them on one address; :class:`pivoter.runtime.Manager`
 runs one for metrics and one for probes (controller-runtime's split, so the two ports can be
 exposed differently). Health checks are named callables that return None when fine and raise
 (or return a message) when not; a failing probe answers 500 and lists which check failed and why.

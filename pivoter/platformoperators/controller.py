@@ -16,7 +16,6 @@ from typing import Any
 
 from pivoter.apis import platform
 from pivoter.catalogs import CatalogCache
-from pivoter.controller.manager import Manager
 from pivoter.kube import EventRecorder, Resource
 from pivoter.pivot import Preparer
 from pivoter.platformoperators.status import platform_operator_status
@@ -29,6 +28,7 @@ from pivoter.resolutions import (
 )
 from pivoter.resolutions.controller import register
 from pivoter.resolvesets import InputRef, RevisionStore
+from pivoter.runtime.manager import Manager
 from resolver.rules.inputs import PackageRequest
 
 __all__ = ["CONTROLLER_NAME", "PLATFORM_OPERATORS", "Settings", "platform_operator_kind", "setup"]

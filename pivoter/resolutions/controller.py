@@ -18,7 +18,6 @@ from typing import Any
 
 from pivoter.apis import pivoter as api
 from pivoter.catalogs import CATALOGS, CatalogCache, CatalogChange
-from pivoter.controller.manager import Manager
 from pivoter.controllers.bundle import BUNDLES
 from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS
 from pivoter.kube import EventRecorder, Object, Resource
@@ -31,6 +30,7 @@ from pivoter.resolutions.metrics import InputMetrics
 from pivoter.resolutions.spec import from_resolution
 from pivoter.resolutions.status import resolution_status
 from pivoter.resolvesets import CONFIG_MAPS, REVISIONS_SELECTOR, RevisionStore, input_names
+from pivoter.runtime.manager import Manager
 
 __all__ = ["CONTROLLER_NAME", "RESOLUTIONS", "children_of", "register", "resolution_kind", "setup"]
 

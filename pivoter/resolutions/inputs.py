@@ -13,13 +13,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pivoter.controller.controller import Result
-from pivoter.kube import MERGE_PATCH, EventRecorder, Kube, NotFound, Resource
+from pivoter.kube import EventRecorder, Kube, NotFound, Resource
 from pivoter.pivot import Children, ChildState, UninstallableBundle, desired_child, state_of
 from pivoter.pivot.state import parse_time
 from pivoter.resolutions.engine import Engine, Outcome
 from pivoter.resolutions.record import Record
 from pivoter.resolutions.spec import InputSpec
+from pivoter.runtime.controller import Result
 
 __all__ = ["FINALIZER", "InputReconciler", "Kind"]
 
@@ -65,23 +65,27 @@ class InputReconciler:
         if metadata.get("deletionTimestamp"):
             return self._delete(obj, spec)
         if FINALIZER not in (metadata.get("finalizers") or []):
-            obj = self._finalizers(obj, [*(metadata.get("finalizers") or []), FINALIZER])
+            obj = self.kube.set_finalizers(
+                self.kind.resource, obj, [*(metadata.get("finalizers") or []), FINALIZER]
+            )
         record = Record.from_status(obj.get("status"))
 
         def persist(current: Record) -> None:
-            self._patch_status(name, current.to_status())
+            self.kube.patch_status(self.kind.resource, name, current.to_status())
 
         def publish(now: Outcome) -> None:
             # What a pass found before it acts (a child deleted by hand, before its pivot):
             # written even when the pass then heals it before its own status write.
-            self._patch_status(name, self.kind.status_of(obj, now, spec.generation))
+            self.kube.patch_status(
+                self.kind.resource, name, self.kind.status_of(obj, now, spec.generation)
+            )
 
         out = Outcome(record=record, publish=publish)
         try:
             self.engine.reconcile(obj, spec, record, persist, out)
             status = self.kind.status_of(obj, out, spec.generation)
             if _strip(status) != _strip(obj.get("status") or {}, keys=status):
-                self._patch_status(name, status)
+                self.kube.patch_status(self.kind.resource, name, status)
         finally:
             # What happened before a failure still happened, and may have been persisted (a
             # revision found edited, a pivot started): its Events are not lost with the retry.
@@ -114,7 +118,9 @@ class InputReconciler:
                 if not bd["metadata"].get("deletionTimestamp"):
                     children.delete(str(bd["metadata"]["name"]))
             return Result(requeue_after=DELETE_POLL)
-        self._finalizers(obj, [f for f in metadata["finalizers"] if f != FINALIZER])
+        self.kube.set_finalizers(
+            self.kind.resource, obj, [f for f in metadata["finalizers"] if f != FINALIZER]
+        )
         kept = "orphaned" if policy == "Orphan" else "removed"
         log.info("%s: deleted; what it installed was %s", spec.ref, kept)
         return None
@@ -168,23 +174,6 @@ class InputReconciler:
                 state, _, _ = state_of(bd)
                 waiting = waiting or state in (ChildState.PENDING, ChildState.UNPACK_PENDING)
         return waiting
-
-    def _finalizers(self, obj: Mapping[str, Any], finalizers: list[str]) -> dict[str, Any]:
-        patch = {
-            "metadata": {
-                "finalizers": finalizers,
-                "resourceVersion": obj["metadata"]["resourceVersion"],
-            }
-        }
-        return self.kube.merge_patch(self.kind.resource, obj["metadata"]["name"], patch)
-
-    def _patch_status(self, name: str, status: dict[str, Any]) -> None:
-        self.kube.request(
-            "PATCH",
-            self.kind.resource.path(None, name) + "/status",
-            body={"status": status},
-            content_type=MERGE_PATCH,
-        )
 
     def _event(self, obj: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
         log.info("%s %s: %s: %s", obj.get("kind"), obj["metadata"]["name"], reason, message)

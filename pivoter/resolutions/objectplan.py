@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from pivoter.controllers.bundledeployment import inventory_of
 from pivoter.pivot import (
     Children,
     Pending,
@@ -24,7 +25,6 @@ from pivoter.pivot import (
 )
 from pivoter.resolutions.plan import object_changes
 from pivoter.resolutions.spec import InputSpec
-from provisioners.apply.objects import ObjectRef
 from resolver.resolveset import ResolveSet
 
 __all__ = ["objects_section"]
@@ -67,12 +67,7 @@ def objects_section(
         }, False
     if isinstance(prepared, Pending):
         return {"pending": prepared.summary()}, True
-    installed = {
-        package: [
-            ObjectRef.from_dict(ref) for ref in (bd.get("status") or {}).get("inventory") or []
-        ]
-        for package, bd in existing.items()
-    }
+    installed = {package: inventory_of(bd.get("status")) for package, bd in existing.items()}
     section = object_changes(installed, prepared.objects)
     section["dryRun"] = prepared.summary()
     return section, False

@@ -7,9 +7,9 @@ that need it.
 
 from __future__ import annotations
 
-from pivoter.controller.manager import Manager
 from pivoter.resolvesets.metrics import RevisionMetrics
 from pivoter.resolvesets.revisions import RevisionStore
+from pivoter.runtime.manager import Manager
 
 __all__ = ["setup"]
 

@@ -19,6 +19,7 @@ from provisioners.apply.kubeapi import KubeAPI, NotFound
 from provisioners.apply.objects import LABEL_OWNER_NAME, ObjectRef, ref_of
 from provisioners.apply.ownership import LIST_FROM
 from tests.cluster import TestCluster, session_labels, unique_name
+from tests.manifests import configmap, crd, crd_version, custom_resource
 
 pytestmark = pytest.mark.cluster
 
@@ -30,52 +31,17 @@ def api(cluster: TestCluster) -> Iterator[KubeAPI]:
     api_client.close()
 
 
-def _cm(name: str, namespace: str, data: dict[str, str] | None = None) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": name, "namespace": namespace},
-        "data": data or {"k": "v"},
-    }
-
-
 def _crd(group: str, *, deprecated: bool = False) -> dict[str, Any]:
-    version: dict[str, Any] = {
-        "name": "v1",
-        "served": True,
-        "storage": True,
-        "schema": {
-            "openAPIV3Schema": {
-                "type": "object",
-                "properties": {
-                    "spec": {"type": "object", "properties": {"size": {"type": "integer"}}}
-                },
-            }
-        },
+    schema = {
+        "type": "object",
+        "properties": {"spec": {"type": "object", "properties": {"size": {"type": "integer"}}}},
     }
-    if deprecated:
-        version["deprecated"] = True
-        version["deprecationWarning"] = f"{group}/v1 Widget is going away, use v2"
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"widgets.{group}", "labels": session_labels()},
-        "spec": {
-            "group": group,
-            "scope": "Namespaced",
-            "names": {"kind": "Widget", "plural": "widgets", "singular": "widget"},
-            "versions": [version],
-        },
+    warning: dict[str, Any] = {
+        "deprecated": True,
+        "deprecationWarning": f"{group}/v1 Widget is going away, use v2",
     }
-
-
-def _widget(group: str, name: str, namespace: str) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{group}/v1",
-        "kind": "Widget",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"size": 3},
-    }
+    version = crd_version(schema=schema, **(warning if deprecated else {}))
+    return crd(group, versions=[version], labels=session_labels())
 
 
 def _exists(api: KubeAPI, ref: ObjectRef) -> bool:
@@ -96,7 +62,11 @@ def test_crd_and_its_custom_resource_in_one_set(api: KubeAPI, namespace: str) ->
     group = f"{unique_name('g')}.example.com"
     applier = Applier(api, Owner("BundleDeployment", unique_name("bd")))
     # Deliberately listed consumer-first: the applier orders them.
-    objects = [_widget(group, "w1", namespace), _cm("cm", namespace), _crd(group)]
+    objects = [
+        custom_resource(group, "w1", namespace, spec={"size": 3}),
+        configmap("cm", namespace),
+        _crd(group),
+    ]
     try:
         result = applier.apply(objects)
         assert [r.kind for r in result.applied] == [
@@ -117,14 +87,19 @@ def test_crd_and_its_custom_resource_in_one_set(api: KubeAPI, namespace: str) ->
 def test_unknown_kind_fails_with_the_api_servers_words(api: KubeAPI, namespace: str) -> None:
     applier = Applier(api, Owner("BundleDeployment", unique_name("bd")))
     with pytest.raises(ApplyError, match=r'no matches for kind "Widget" in version "nope.io/v1"'):
-        applier.apply([_widget("nope.io", "w", namespace)])
+        applier.apply([custom_resource("nope.io", "w", namespace, spec={"size": 3})])
 
 
 def test_dry_run_stores_nothing(api: KubeAPI, namespace: str) -> None:
     group = f"{unique_name('g')}.example.com"
     applier = Applier(api, Owner("BundleDeployment", unique_name("bd")))
     result = applier.apply(
-        [_cm("dry", namespace), _crd(group), _widget(group, "w", namespace)], dry_run=True
+        [
+            configmap("dry", namespace),
+            _crd(group),
+            custom_resource(group, "w", namespace, spec={"size": 3}),
+        ],
+        dry_run=True,
     )
     assert {r.kind for r in result.applied} == {"ConfigMap", "CustomResourceDefinition"}
     assert [r.kind for r, _ in result.skipped] == ["Widget"]
@@ -141,7 +116,9 @@ def test_dry_run_skips_objects_in_a_namespace_the_set_creates(api: KubeAPI, name
     existing = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
     created = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": new}}
     result = applier.apply(
-        [existing, created, _cm("inside", new), _cm("here", namespace)], adopt=True, dry_run=True
+        [existing, created, configmap("inside", new), configmap("here", namespace)],
+        adopt=True,
+        dry_run=True,
     )
     assert [(r.kind, r.name) for r, _ in result.skipped] == [("ConfigMap", "inside")]
     assert "Namespace is part of this set" in result.skipped[0][1]
@@ -156,34 +133,36 @@ def test_dry_run_skips_objects_in_a_namespace_the_set_creates(api: KubeAPI, name
 
 def test_dry_run_reports_invalid_objects(api: KubeAPI, namespace: str) -> None:
     applier = Applier(api, Owner("BundleDeployment", unique_name("bd")))
-    bad = _cm("bad", namespace)
+    bad = configmap("bad", namespace)
     bad["data"] = {"k": 5}  # ConfigMap data values must be strings
     with pytest.raises(ApplyError, match=r"ConfigMap.v1 .*/bad"):
         applier.apply([bad], dry_run=True)
 
 
 def test_refuses_to_take_over_someone_elses_object(api: KubeAPI, namespace: str) -> None:
-    api.request("POST", f"/api/v1/namespaces/{namespace}/configmaps", body=_cm("theirs", namespace))
+    api.request(
+        "POST", f"/api/v1/namespaces/{namespace}/configmaps", body=configmap("theirs", namespace)
+    )
     mine = Applier(api, Owner("BundleDeployment", unique_name("bd")))
     with pytest.raises(OwnershipConflict, match="adoptExisting"):
-        mine.apply([_cm("theirs", namespace, {"k": "mine"})])
+        mine.apply([configmap("theirs", namespace, {"k": "mine"})])
     unchanged = api.request("GET", f"/api/v1/namespaces/{namespace}/configmaps/theirs")
     assert unchanged["data"] == {"k": "v"}
 
-    mine.apply([_cm("theirs", namespace, {"k": "mine"})], adopt=True)
+    mine.apply([configmap("theirs", namespace, {"k": "mine"})], adopt=True)
     adopted = api.request("GET", f"/api/v1/namespaces/{namespace}/configmaps/theirs")
     assert adopted["data"] == {"k": "mine"}
     assert adopted["metadata"]["labels"][LABEL_OWNER_NAME] == mine.owner.name
 
     other = Applier(api, Owner("BundleDeployment", unique_name("bd")))
     with pytest.raises(OwnershipConflict, match=f"BundleDeployment {mine.owner.name}"):
-        other.apply([_cm("theirs", namespace)])
+        other.apply([configmap("theirs", namespace)])
 
 
 def test_prune_removes_what_the_new_revision_dropped(api: KubeAPI, namespace: str) -> None:
     applier = Applier(api, Owner("BundleDeployment", unique_name("bd")))
-    old = applier.apply([_cm("stay", namespace), _cm("go", namespace)]).applied
-    new = applier.apply([_cm("stay", namespace)]).applied
+    old = applier.apply([configmap("stay", namespace), configmap("go", namespace)]).applied
+    new = applier.apply([configmap("stay", namespace)]).applied
     pruned = applier.prune(old, new)
     assert pruned.deleted == [ObjectRef("v1", "ConfigMap", namespace, "go")]
     assert _exists(api, ObjectRef("v1", "ConfigMap", namespace, "stay"))
@@ -193,8 +172,8 @@ def test_prune_removes_what_the_new_revision_dropped(api: KubeAPI, namespace: st
 def test_prune_never_deletes_what_another_owner_holds(api: KubeAPI, namespace: str) -> None:
     first = Applier(api, Owner("BundleDeployment", unique_name("bd")))
     second = Applier(api, Owner("BundleDeployment", unique_name("bd")))
-    old = first.apply([_cm("shared", namespace)]).applied
-    second.apply([_cm("shared", namespace)], adopt=True)
+    old = first.apply([configmap("shared", namespace)]).applied
+    second.apply([configmap("shared", namespace)], adopt=True)
     pruned = first.prune(old, [])
     assert pruned.deleted == []
     assert pruned.kept[0][0] == old[0]
@@ -210,7 +189,7 @@ def test_crd_with_live_custom_resources_is_kept_unless_asked(api: KubeAPI, names
         api.request(
             "POST",
             api.resource(f"{group}/v1", "Widget").path(namespace),
-            body=_widget(group, "users-data", namespace),
+            body=custom_resource(group, "users-data", namespace, spec={"size": 3}),
         )
         kept = applier.prune(applied, [])
         assert kept.deleted == []
@@ -227,8 +206,10 @@ def test_api_server_warnings_reach_the_caller(api: KubeAPI, namespace: str) -> N
     group = f"{unique_name('g')}.example.com"
     applier = Applier(api, Owner("BundleDeployment", unique_name("bd")))
     try:
-        result = applier.apply([_crd(group, deprecated=True), _widget(group, "w", namespace)])
-        widget_ref = ref_of(_widget(group, "w", namespace))
+        result = applier.apply(
+            [_crd(group, deprecated=True), custom_resource(group, "w", namespace, spec={"size": 3})]
+        )
+        widget_ref = ref_of(custom_resource(group, "w", namespace, spec={"size": 3}))
         assert any(
             w.startswith(str(widget_ref)) and "is going away, use v2" in w for w in result.warnings
         ), result.warnings
@@ -239,7 +220,7 @@ def test_api_server_warnings_reach_the_caller(api: KubeAPI, namespace: str) -> N
 def test_ownership_is_read_with_one_list_per_collection_and_not_for_the_inventory(
     api: KubeAPI, namespace: str
 ) -> None:
-    objects = [_cm(f"cm-{i}", namespace, {"i": str(i)}) for i in range(LIST_FROM)]
+    objects = [configmap(f"cm-{i}", namespace, {"i": str(i)}) for i in range(LIST_FROM)]
     mine = Applier(api, Owner("BundleDeployment", unique_name("bd")))
     first = mine.apply(objects)
     assert len(first.applied) == LIST_FROM
@@ -259,9 +240,11 @@ def test_ownership_is_read_with_one_list_per_collection_and_not_for_the_inventor
     other = Applier(api, Owner("BundleDeployment", unique_name("bd")))
     with pytest.raises(OwnershipConflict, match=f"BundleDeployment {mine.owner.name}"):
         other.apply(objects)
-    api.request("POST", f"/api/v1/namespaces/{namespace}/configmaps", body=_cm("loose", namespace))
+    api.request(
+        "POST", f"/api/v1/namespaces/{namespace}/configmaps", body=configmap("loose", namespace)
+    )
     with pytest.raises(OwnershipConflict, match="no pivoter or rukpak owner") as err:
-        mine.apply([*objects, _cm("loose", namespace)], owned=first.applied)
+        mine.apply([*objects, configmap("loose", namespace)], owned=first.applied)
     assert err.value.ref == ObjectRef("v1", "ConfigMap", namespace, "loose")
     assert api.request("GET", f"/api/v1/namespaces/{namespace}/configmaps/loose")["data"] == {
         "k": "v"
@@ -274,8 +257,8 @@ def test_a_failure_in_a_phase_records_everything_that_was_applied(
     """The ConfigMaps of one phase are applied several at a time: one of them invalid fails the
     apply, and every object applied before it and beside it is recorded (so it can be pruned),
     while later phases are not started."""
-    good = [_cm(f"ok-{i}", namespace) for i in range(6)]
-    bad = _cm("Not_A_Valid_Name", namespace)
+    good = [configmap(f"ok-{i}", namespace) for i in range(6)]
+    bad = configmap("Not_A_Valid_Name", namespace)
     service = {
         "apiVersion": "v1",
         "kind": "Service",

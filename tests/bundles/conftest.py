@@ -7,7 +7,6 @@ The end-to-end tests through ``pivoter run`` live elsewhere.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,7 @@ from pivoter.controllers.bundle import BUNDLES, BundleReconciler
 from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS, BundleDeploymentReconciler
 from pivoter.kube import Kube, NotFound
 from provisioners.store import BundleStore
-from tests.cluster import TestCluster, session_labels, unique_name
+from tests.cluster import TestCluster, session_labels, unique_name, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -51,17 +50,20 @@ class Harness:
         what: str = "",
     ) -> dict[str, Any]:
         """Reconcile until ``until(bundle_deployment)`` holds; return the BundleDeployment."""
-        deadline = time.monotonic() + timeout
-        while True:
+        seen: dict[str, Any] = {}
+
+        def reconciled() -> dict[str, Any] | None:
             self.step(bd_name)
-            bd = self.kube.get(BUNDLE_DEPLOYMENTS, bd_name)
-            if until(bd):
-                return bd
-            if time.monotonic() > deadline:
-                raise AssertionError(
-                    f"timed out waiting for {what or until}; status: {bd.get('status')}"
-                )
-            time.sleep(0.2)
+            seen.update(bd=self.kube.get(BUNDLE_DEPLOYMENTS, bd_name))
+            return seen["bd"] if until(seen["bd"]) else None
+
+        return wait_for(
+            reconciled,
+            timeout=timeout,
+            interval=0.2,
+            what=what or str(until),
+            detail=lambda: f"status: {seen['bd'].get('status')}",
+        )
 
     def config_map_bundle(self, files: dict[str, str], *, immutable: bool = True) -> str:
         """Create an (immutable) ConfigMap of bundle files in the system namespace."""
@@ -130,16 +132,18 @@ class Harness:
     def delete_and_finalize(self, name: str, timeout: float = 60.0) -> None:
         """Delete a BundleDeployment and reconcile until it is gone."""
         self.kube.delete(BUNDLE_DEPLOYMENTS, name)
-        deadline = time.monotonic() + timeout
-        while True:
+
+        def finalized() -> bool:
             self.deployments.reconcile(name)
             try:
                 self.kube.get(BUNDLE_DEPLOYMENTS, name)
             except NotFound:
-                return
-            if time.monotonic() > deadline:
-                raise AssertionError(f"BundleDeployment {name} was not finalized")
-            time.sleep(0.2)
+                return True
+            return False
+
+        wait_for(
+            finalized, timeout=timeout, interval=0.2, what=f"BundleDeployment {name} to finalize"
+        )
 
 
 @pytest.fixture

@@ -13,70 +13,15 @@ import shutil
 from typing import Any
 
 import pytest
-import yaml
 
 from pivoter.controllers.bundle import BUNDLES
 from pivoter.kube import NotFound
 from provisioners.store import StoreError
 from tests.bundles.conftest import Harness, condition, is_
 from tests.cluster import unique_name, wait_for
+from tests.manifests import cm_manifest, cr_manifest, crd_manifest
 
 pytestmark = pytest.mark.cluster
-
-
-def _cm_manifest(name: str, namespace: str, data: dict[str, str] | None = None) -> str:
-    return yaml.safe_dump(
-        {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": name, "namespace": namespace},
-            "data": data or {"k": "v"},
-        }
-    )
-
-
-def _crd_manifest(group: str, kind: str = "Widget") -> str:
-    return yaml.safe_dump(
-        {
-            "apiVersion": "apiextensions.k8s.io/v1",
-            "kind": "CustomResourceDefinition",
-            "metadata": {"name": f"{kind.lower()}s.{group}"},
-            "spec": {
-                "group": group,
-                "scope": "Namespaced",
-                "names": {
-                    "kind": kind,
-                    "plural": f"{kind.lower()}s",
-                    "singular": kind.lower(),
-                    "listKind": f"{kind}List",
-                },
-                "versions": [
-                    {
-                        "name": "v1",
-                        "served": True,
-                        "storage": True,
-                        "schema": {
-                            "openAPIV3Schema": {
-                                "type": "object",
-                                "x-kubernetes-preserve-unknown-fields": True,
-                            }
-                        },
-                    }
-                ],
-            },
-        }
-    )
-
-
-def _cr_manifest(group: str, name: str, namespace: str, kind: str = "Widget") -> str:
-    return yaml.safe_dump(
-        {
-            "apiVersion": f"{group}/v1",
-            "kind": kind,
-            "metadata": {"name": name, "namespace": namespace},
-            "spec": {"size": 1},
-        }
-    )
 
 
 def _get_cm(h: Harness, name: str, namespace: str) -> dict[str, Any] | None:
@@ -93,7 +38,7 @@ def _installed(bd: dict[str, Any]) -> bool:
 def test_install_pivot_and_prune(harness: Harness, namespace: str) -> None:
     h = harness
     v1 = h.config_map_bundle(
-        {"a.yaml": _cm_manifest("first", namespace), "b.yaml": _cm_manifest("shared", namespace)}
+        {"a.yaml": cm_manifest("first", namespace), "b.yaml": cm_manifest("shared", namespace)}
     )
     name = unique_name("bd")
     h.bundle_deployment(name, [v1])
@@ -114,8 +59,8 @@ def test_install_pivot_and_prune(harness: Harness, namespace: str) -> None:
     # Pivot: "first" goes away, "second" arrives, "shared" stays; the old Bundle is deleted.
     v2 = h.config_map_bundle(
         {
-            "a.yaml": _cm_manifest("second", namespace),
-            "b.yaml": _cm_manifest("shared", namespace, {"k": "v2"}),
+            "a.yaml": cm_manifest("second", namespace),
+            "b.yaml": cm_manifest("shared", namespace, {"k": "v2"}),
         }
     )
     h.retarget(name, [v2])
@@ -137,14 +82,14 @@ def test_install_pivot_and_prune(harness: Harness, namespace: str) -> None:
 
 def test_failed_unpack_keeps_old_content(harness: Harness, namespace: str) -> None:
     h = harness
-    good = h.config_map_bundle({"a.yaml": _cm_manifest("keepme", namespace)})
+    good = h.config_map_bundle({"a.yaml": cm_manifest("keepme", namespace)})
     name = unique_name("bd")
     h.bundle_deployment(name, [good])
     bd = h.converge(name, _installed, what="Installed")
     active = bd["status"]["activeBundle"]
 
     # A bundle without manifests/ (files at the root) fails to unpack.
-    bad = h.config_map_bundle({"a.yaml": _cm_manifest("never", namespace)})
+    bad = h.config_map_bundle({"a.yaml": cm_manifest("never", namespace)})
     h.retarget(name, [bad], path="")
     bd = h.converge(
         name, lambda bd: is_(bd, "HasValidBundle", "False", "UnpackFailed"), what="UnpackFailed"
@@ -160,7 +105,7 @@ def test_failed_unpack_keeps_old_content(harness: Harness, namespace: str) -> No
 
 def test_mutable_config_map_is_refused(harness: Harness, namespace: str) -> None:
     h = harness
-    mutable = h.config_map_bundle({"a.yaml": _cm_manifest("x", namespace)}, immutable=False)
+    mutable = h.config_map_bundle({"a.yaml": cm_manifest("x", namespace)}, immutable=False)
     name = unique_name("bd")
     h.bundle_deployment(name, [mutable])
     bd = h.converge(
@@ -174,7 +119,7 @@ def test_missing_crd_then_provider(harness: Harness, namespace: str) -> None:
     """A dependent bundle fails until the bundle providing its CRD is installed."""
     h = harness
     group = f"{unique_name('g')}.example.com"
-    dependent = h.config_map_bundle({"cr.yaml": _cr_manifest(group, "w1", namespace)})
+    dependent = h.config_map_bundle({"cr.yaml": cr_manifest(group, "w1", namespace)})
     dep_name = unique_name("bd")
     h.bundle_deployment(dep_name, [dependent])
     bd = h.converge(
@@ -183,7 +128,7 @@ def test_missing_crd_then_provider(harness: Harness, namespace: str) -> None:
     assert "Widget" in condition(bd, "Installed")["message"]
     assert is_(bd, "Healthy", "False", "InstallationStatusFalse")
 
-    provider = h.config_map_bundle({"crd.yaml": _crd_manifest(group)})
+    provider = h.config_map_bundle({"crd.yaml": crd_manifest(group)})
     prov_name = unique_name("bd")
     h.bundle_deployment(prov_name, [provider])
     h.converge(prov_name, _installed, what="provider Installed")
@@ -208,7 +153,7 @@ def test_deletion_removes_everything(harness: Harness, namespace: str) -> None:
     h = harness
     group = f"{unique_name('g')}.example.com"
     content = h.config_map_bundle(
-        {"crd.yaml": _crd_manifest(group), "cm.yaml": _cm_manifest("gone", namespace)}
+        {"crd.yaml": crd_manifest(group), "cm.yaml": cm_manifest("gone", namespace)}
     )
     name = unique_name("bd")
     h.bundle_deployment(name, [content], crdDeletionPolicy="Delete")
@@ -242,7 +187,7 @@ def test_ownership_conflict_and_adoption(harness: Harness, namespace: str) -> No
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "taken"}, "data": {}},
         namespace=namespace,
     )
-    content = h.config_map_bundle({"a.yaml": _cm_manifest("taken", namespace)})
+    content = h.config_map_bundle({"a.yaml": cm_manifest("taken", namespace)})
     name = unique_name("bd")
     h.bundle_deployment(name, [content])
     bd = h.converge(
@@ -262,7 +207,7 @@ def test_ownership_conflict_and_adoption(harness: Harness, namespace: str) -> No
 
 def test_store_wiped_unpacks_again(harness: Harness, namespace: str) -> None:
     h = harness
-    content = h.config_map_bundle({"a.yaml": _cm_manifest("again", namespace)})
+    content = h.config_map_bundle({"a.yaml": cm_manifest("again", namespace)})
     name = unique_name("bd")
     h.bundle_deployment(name, [content])
     bd = h.converge(name, _installed, what="Installed")
@@ -287,7 +232,7 @@ def test_impersonated_service_account_without_rights(harness: Harness, namespace
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": sa}},
         namespace=namespace,
     )
-    content = h.config_map_bundle({"a.yaml": _cm_manifest("forbidden", namespace)})
+    content = h.config_map_bundle({"a.yaml": cm_manifest("forbidden", namespace)})
     name = unique_name("bd")
     h.bundle_deployment(name, [content], serviceAccount={"name": sa, "namespace": namespace})
     bd = h.converge(

@@ -12,11 +12,8 @@ import re
 import subprocess
 import sys
 import threading
-import time
 import urllib.request
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -24,6 +21,7 @@ from pivoter.cli.exitcodes import ExitCode
 from resolver.catalog import cache as parsed_cache
 from resolver.catalog.load import load_directory
 from resolver.catalog.render import write_json
+from tests.polling import wait_for
 
 BASE = """schema: olm.package
 name: foo
@@ -419,10 +417,20 @@ def test_a_live_serve_survives_hostile_files_on_reload(tmp_path: Path) -> None:
             env={**os.environ, "PIVOTER_CACHE": str(tmp_path / "cache")},
         )
     try:
-        url = _wait_for(lambda: re.search(r"(http://\S+/api/v1/all)", stderr.read_text()))[1]
+        url = wait_for(
+            lambda: re.search(r"(http://\S+/api/v1/all)", stderr.read_text()),
+            timeout=30.0,
+            interval=0.1,
+            what="the server URL",
+        )[1]
         (directory / "catalog.yaml").write_text(BASE + CASES["object-deep"][1])
         (directory / "flow.yaml").write_text(CASES["flow"][1])
-        _wait_for(lambda: "nested deeper than 200" in stderr.read_text())  # the reload failed
+        wait_for(
+            lambda: "nested deeper than 200" in stderr.read_text(),
+            timeout=30.0,
+            interval=0.1,
+            what="the reload error",
+        )  # the reload failed
         assert serve.poll() is None, stderr.read_text()[-2000:]
         with urllib.request.urlopen(url, timeout=10) as response:
             assert b'"name":"foo.v1.0.0"' in response.read()
@@ -432,13 +440,3 @@ def test_a_live_serve_survives_hostile_files_on_reload(tmp_path: Path) -> None:
     text = stderr.read_text()
     assert "Traceback" not in text
     assert "nested" in text
-
-
-def _wait_for(check: Callable[[], Any], timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.1)
-    raise AssertionError("timed out")

@@ -7,7 +7,6 @@ import contextlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -24,11 +23,12 @@ from pivoter.catalogs import (
     cluster_catalog_spec,
     setup,
 )
-from pivoter.controller import Manager
 from pivoter.kube import Kube, NotFound, Resource
+from pivoter.runtime import Manager
 from tests.catalogs.conftest import CatalogServer, Harness, condition, eventually
 from tests.catalogs.helpers import BASE, BASE_PACKAGES, extra_package
 from tests.cluster import session_labels, unique_name
+from tests.manifests import crd, crd_version
 from tests.provisioners.oci import (
     LAYER_GZIP,
     OCI_CONFIG,
@@ -135,52 +135,31 @@ def test_image_label_naming_a_missing_directory(harness: Harness, registry: Regi
 # ---------------------------------------------------------------- OLM and catalogd objects
 
 
-def _crd(group: str, version: str, kind: str, plural: str, namespaced: bool) -> dict[str, Any]:
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.{group}", "labels": session_labels()},
-        "spec": {
-            "group": group,
-            "names": {
-                "kind": kind,
-                "plural": plural,
-                "singular": kind.lower(),
-                "listKind": f"{kind}List",
-            },
-            "scope": "Namespaced" if namespaced else "Cluster",
-            "versions": [
-                {
-                    "name": version,
-                    "served": True,
-                    "storage": True,
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "x-kubernetes-preserve-unknown-fields": True,
-                        }
-                    },
-                }
-            ],
-        },
-    }
-
-
 @pytest.fixture
 def foreign_crds(kube: Kube) -> Iterator[None]:
     """Stand-ins for OLM's and catalogd's CRDs (schema-less), removed afterwards."""
     crds = [
-        _crd("operators.coreos.com", "v1alpha1", "CatalogSource", "catalogsources", True),
-        _crd("olm.operatorframework.io", "v1", "ClusterCatalog", "clustercatalogs", False),
+        crd(
+            "operators.coreos.com",
+            "CatalogSource",
+            versions=[crd_version("v1alpha1")],
+            labels=session_labels(),
+        ),
+        crd(
+            "olm.operatorframework.io",
+            "ClusterCatalog",
+            namespaced=False,
+            labels=session_labels(),
+        ),
     ]
-    for crd in crds:
-        kube.create(CRDS, crd)
+    for definition in crds:
+        kube.create(CRDS, definition)
     for resource in (CATALOG_SOURCES, CLUSTER_CATALOGS):
         eventually(lambda r=resource: _served(kube, r), f"{resource} to be served")
     yield
-    for crd in crds:
+    for definition in crds:
         with contextlib.suppress(NotFound):
-            kube.delete(CRDS, crd["metadata"]["name"])
+            kube.delete(CRDS, definition["metadata"]["name"])
 
 
 def _served(kube: Kube, resource: Resource) -> bool:

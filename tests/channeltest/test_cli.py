@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from pivoter.cli.exitcodes import ExitCode
 from tests.channeltest.helpers import DATA, GOOD, Docs, derive, entry
 from tests.channeltest.test_graph import dot_binary
@@ -124,6 +126,7 @@ def test_diff(tmp_path: Path) -> None:
     assert data["changes"] == []
 
 
+@pytest.mark.tools  # svg and png come from graphviz's dot
 def test_graph_formats(tmp_path: Path) -> None:
     dot_binary()
     for name in ("g.svg", "g.png", "g.dot", "g.mmd"):

@@ -4,7 +4,6 @@ boxes at the default size for a 120-bundle package with skipRanges, and bounded 
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from itertools import combinations
 from pathlib import Path
@@ -15,14 +14,11 @@ import pytest
 from resolver.channeltest.graph import channel_graphs
 from resolver.channeltest.render import DrawnEdge, GraphTooLarge, drawn_edges, to_dot, to_mermaid
 from tests.channeltest.helpers import GOOD, Docs, bundle, load, write
-from tests.tools import SHARED
+from tests.tools import SHARED, tool
 
 
 def dot_binary() -> str:
-    found = shutil.which("dot")
-    if found is None:
-        pytest.fail("graphviz's dot is not installed; run: hack/tools.sh graphviz")
-    return found
+    return str(tool("dot", "graphviz"))
 
 
 def big_package(n: int = 120) -> Docs:
@@ -86,6 +82,7 @@ def overlaps(boxes: list[tuple[str, float, float, float, float]]) -> list[tuple[
     return found
 
 
+@pytest.mark.tools  # lays out with graphviz's dot
 def test_big_package_layout_has_no_overlapping_labels(tmp_path: Path) -> None:
     catalog = load(write(tmp_path / "big", big_package()))
     graphs = channel_graphs(catalog, "big")
@@ -129,6 +126,7 @@ def test_too_many_nodes_is_refused_with_how_to_narrow(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.tools  # lays out with graphviz's dot
 def test_project_quay_renders_legibly() -> None:
     catalog = load(SHARED / "catalogs" / "community-operators-prod-v4.20" / "project-quay")
     graphs = channel_graphs(catalog, "project-quay")

@@ -6,7 +6,6 @@ screenshots are kept in ``test-artifacts/catalog-ui/``."""
 from __future__ import annotations
 
 import re
-import shutil
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ import pytest
 from pivoter.catalogserver.httpserver import CatalogHTTPServer
 from pivoter.catalogserver.reload import load_snapshot
 from tests.channeltest.helpers import DATA
+from tests.tools import tool
 
 CATALOG = DATA / "real" / "community-operators-prod-v4.20"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "catalog-ui"
@@ -82,10 +82,9 @@ def test_unknown_pages_are_404(ui_url: str) -> None:
     assert get(ui_url + "/ui/elsewhere")[0] == 404
 
 
+@pytest.mark.tools  # Debian's chromium
 def test_in_a_headless_browser(ui_url: str) -> None:
-    chromium = shutil.which("chromium")
-    if chromium is None:
-        pytest.fail("Debian's chromium is not installed; run: hack/tools.sh chromium")
+    chromium = str(tool("chromium"))
     from playwright.sync_api import sync_playwright
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import threading
 
-from pivoter.controller import LeaseRecord
 from pivoter.kube import Conflict, NotFound
+from pivoter.runtime import LeaseRecord
 
 
 class FakeClock:

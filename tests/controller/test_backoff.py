@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pivoter.controller import (
+from pivoter.runtime import (
     BucketRateLimiter,
     ExponentialBackoff,
     MaxOfRateLimiter,

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from pivoter.controller import (
+from pivoter.observability import Metrics
+from pivoter.runtime import (
     Controller,
     ExponentialBackoff,
     Result,
@@ -18,9 +19,9 @@ from pivoter.controller import (
     owner_keys,
     split_key,
 )
-from pivoter.controller import controller as controller_module
-from pivoter.observability import Metrics
+from pivoter.runtime import controller as controller_module
 from provisioners.apply.kubeerrors import Unavailable
+from tests.polling import wait_for
 
 
 def _obj(name: str, rv: str, namespace: str | None = "ns") -> dict[str, Any]:
@@ -72,13 +73,6 @@ def test_owner_keys_maps_dependents_to_their_owners() -> None:
     assert owner_keys("Deployment", "other.io")(child) == []
 
 
-def _wait(condition: Any, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.005)
-
-
 def test_results_drive_retries_backoff_and_delays() -> None:
     calls: dict[str, int] = {}
     lock = threading.Lock()
@@ -107,8 +101,12 @@ def test_results_drive_retries_backoff_and_delays() -> None:
     controller.start()
     for key in ("fails-twice", "requeue-once", "after", "plain"):
         controller.queue.add(key)
-    _wait(lambda: calls == {"fails-twice": 3, "requeue-once": 2, "after": 2, "plain": 1})
-    _wait(lambda: controller.queue.pending() == 0)
+    wait_for(
+        lambda: calls == {"fails-twice": 3, "requeue-once": 2, "after": 2, "plain": 1},
+        timeout=5.0,
+        interval=0.005,
+    )
+    wait_for(lambda: controller.queue.pending() == 0, timeout=5.0, interval=0.005)
     assert controller.stop(5)
     assert not controller.running
     sample = metrics.registry.get_sample_value
@@ -168,11 +166,11 @@ def test_an_unavailable_api_server_is_one_line_and_a_short_retry(
     controller = Controller(
         "c", reconcile, resync_period=None, rate_limiter=ExponentialBackoff(base=100, cap=1000)
     )
-    caplog.set_level(logging.WARNING, logger="pivoter.controller.controller")
+    caplog.set_level(logging.WARNING, logger="pivoter.runtime.controller")
     controller.start()
     controller.queue.add("down")
     controller.queue.add("bug")
-    _wait(lambda: calls.get("down") == 3)
+    wait_for(lambda: calls.get("down") == 3, timeout=5.0, interval=0.005)
     assert controller.stop(5)
     assert calls["bug"] == 1  # its backoff (100 s) is not capped
     down = [r for r in caplog.records if "down" in r.getMessage()]

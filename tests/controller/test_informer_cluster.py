@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from pivoter.controller import EventHandler, Informer
 from pivoter.kube import (
     Conflict,
     EventRecorder,
@@ -25,6 +24,8 @@ from pivoter.kube import (
     apply,
 )
 from pivoter.observability import Metrics
+from pivoter.runtime import EventHandler, Informer
+from tests import manifests
 from tests.cluster import TestCluster, session_labels, unique_name, wait_for
 
 pytestmark = pytest.mark.cluster
@@ -80,15 +81,6 @@ def _names(informer: Informer, namespace: str) -> set[str]:
     return {o["metadata"]["name"] for o in informer.store.list(namespace)} - {"kube-root-ca.crt"}
 
 
-def _configmap(name: str, namespace: str, data: dict[str, str], **meta: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": name, "namespace": namespace, **meta},
-        "data": data,
-    }
-
-
 def _widget_crd(group: str) -> dict[str, Any]:
     schema = {
         "type": "object",
@@ -99,24 +91,8 @@ def _widget_crd(group: str) -> dict[str, Any]:
             }
         },
     }
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"widgets.{group}", "labels": session_labels()},
-        "spec": {
-            "group": group,
-            "scope": "Namespaced",
-            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {"openAPIV3Schema": schema},
-                }
-            ],
-        },
-    }
+    version = manifests.crd_version(schema=schema)
+    return manifests.crd(group, versions=[version], labels=session_labels())
 
 
 def test_custom_objects_applied_server_side_are_cached_by_the_informer(
@@ -180,14 +156,14 @@ def test_custom_objects_applied_server_side_are_cached_by_the_informer(
 def test_configmaps_are_cached_through_create_patch_and_delete(
     kube: Kube, namespace: str, informers: list[Informer]
 ) -> None:
-    apply(kube, _configmap("before", namespace, {"k": "0"}), field_manager="pivoter-test")
+    apply(kube, manifests.configmap("before", namespace, {"k": "0"}), field_manager="pivoter-test")
     recorder = Recorder()
     informer = _start(informers, Informer(kube, CONFIGMAPS, namespace=namespace))
     informer.add_handler(recorder.handler())  # replays the cache: hears "before" as an add
     assert recorder.seen("add", "before")
 
-    apply(kube, _configmap("c", namespace, {"k": "1"}), field_manager="pivoter-test")
-    apply(kube, _configmap("c", namespace, {"k": "2"}), field_manager="pivoter-test")
+    apply(kube, manifests.configmap("c", namespace, {"k": "1"}), field_manager="pivoter-test")
+    apply(kube, manifests.configmap("c", namespace, {"k": "2"}), field_manager="pivoter-test")
     kube.merge_patch(CONFIGMAPS, "before", {"data": {"k": "patched"}}, namespace)
     wait_for(
         lambda: _cached(informer, f"{namespace}/c").get("data") == {"k": "2"},
@@ -212,14 +188,16 @@ def test_garbage_collection_is_seen_by_the_informer(
     informer = _start(informers, Informer(kube, CONFIGMAPS, namespace=namespace))
     recorder = Recorder()
     informer.add_handler(recorder.handler())
-    parent = kube.create(CONFIGMAPS, _configmap("parent", namespace, {}), namespace)
+    parent = kube.create(CONFIGMAPS, manifests.configmap("parent", namespace, {}), namespace)
     owner = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "name": "parent",
         "uid": parent["metadata"]["uid"],
     }
-    kube.create(CONFIGMAPS, _configmap("child", namespace, {}, ownerReferences=[owner]), namespace)
+    kube.create(
+        CONFIGMAPS, manifests.configmap("child", namespace, {}, ownerReferences=[owner]), namespace
+    )
     wait_for(lambda: informer.store.get(f"{namespace}/child"), what="the child in the cache")
 
     kube.delete(CONFIGMAPS, "parent", namespace, propagation="Background")
@@ -293,7 +271,7 @@ def test_a_compacted_resource_version_relists_and_the_cache_is_right(
     recorder = Recorder()
     informer.add_handler(recorder.handler())
     for name in ("stays", "goes", "changes"):
-        kube.create(CONFIGMAPS, _configmap(name, namespace, {"v": "1"}), namespace)
+        kube.create(CONFIGMAPS, manifests.configmap(name, namespace, {"v": "1"}), namespace)
     wait_for(lambda: informer.store.get(f"{namespace}/changes"), what="the objects in the cache")
 
     # Drop the watch and hold the informer back, as a long network partition would.
@@ -304,7 +282,7 @@ def test_a_compacted_resource_version_relists_and_the_cache_is_right(
 
     kube.delete(CONFIGMAPS, "goes", namespace)
     kube.merge_patch(CONFIGMAPS, "changes", {"data": {"v": "2"}}, namespace)
-    kube.create(CONFIGMAPS, _configmap("new", namespace, {"v": "1"}), namespace)
+    kube.create(CONFIGMAPS, manifests.configmap("new", namespace, {"v": "1"}), namespace)
     revision = cluster.compact_etcd()
     assert revision > int(last_seen)
 
@@ -325,7 +303,7 @@ def test_a_compacted_resource_version_relists_and_the_cache_is_right(
     assert recorder.seen("update", "changes")
 
     # And it watches again afterwards.
-    kube.create(CONFIGMAPS, _configmap("after", namespace, {}), namespace)
+    kube.create(CONFIGMAPS, manifests.configmap("after", namespace, {}), namespace)
     wait_for(lambda: informer.store.get(f"{namespace}/after"), what="a change after the relist")
 
 
@@ -338,7 +316,7 @@ def test_the_informer_survives_an_apiserver_restart(
     )
     cluster.restart_apiserver()
     fresh = Kube(cluster.api_client())
-    fresh.create(CONFIGMAPS, _configmap("after-restart", namespace, {}), namespace)
+    fresh.create(CONFIGMAPS, manifests.configmap("after-restart", namespace, {}), namespace)
     wait_for(
         lambda: informer.store.get(f"{namespace}/after-restart"),
         timeout=60,
@@ -347,7 +325,7 @@ def test_the_informer_survives_an_apiserver_restart(
 
 
 def test_events_are_written_and_repeats_fold_into_a_series(kube: Kube, namespace: str) -> None:
-    subject = kube.create(CONFIGMAPS, _configmap("subject", namespace, {}), namespace)
+    subject = kube.create(CONFIGMAPS, manifests.configmap("subject", namespace, {}), namespace)
     recorder = EventRecorder(
         kube, reporting_controller="pivoter.io/test", reporting_instance="test-0"
     )

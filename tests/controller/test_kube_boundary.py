@@ -10,7 +10,6 @@ import pytest
 from kubernetes.client import ApiClient, Configuration
 from kubernetes.client.exceptions import ApiException
 
-from pivoter.controller import Manager
 from pivoter.kube import (
     Conflict,
     Gone,
@@ -24,6 +23,7 @@ from pivoter.kube import (
     from_api_exception,
     object_reference,
 )
+from pivoter.runtime import Manager
 
 CONFIGMAPS = Resource("v1", "ConfigMap", "configmaps", namespaced=True)
 

@@ -13,7 +13,9 @@ from typing import Any
 
 import pytest
 
-from pivoter.controller import (
+from pivoter.kube import Kube, Resource
+from pivoter.observability import Metrics
+from pivoter.runtime import (
     LEASES,
     KubeLeaseLock,
     LeaderElectionConfig,
@@ -22,8 +24,6 @@ from pivoter.controller import (
     ManagerExit,
     Result,
 )
-from pivoter.kube import Kube, Resource
-from pivoter.observability import Metrics
 from tests.cluster import wait_for
 
 pytestmark = pytest.mark.cluster

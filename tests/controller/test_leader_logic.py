@@ -12,9 +12,10 @@ import time
 
 import pytest
 
-from pivoter.controller import LeaderElectionConfig, LeaderElector, LeaseRecord
 from pivoter.observability import Metrics
+from pivoter.runtime import LeaderElectionConfig, LeaderElector, LeaseRecord
 from tests.controller.fakes import FakeClock, MemoryLeaseLock
+from tests.polling import wait_for
 
 
 def _config(identity: str, **timing: float) -> LeaderElectionConfig:
@@ -153,9 +154,7 @@ def test_threads_never_lead_together_and_a_crash_hands_over() -> None:
     watcher.start()
     try:
         a.start()
-        deadline = time.monotonic() + 5
-        while not a.is_leader() and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_for(a.is_leader, timeout=5, interval=0.01, what="a to lead")
         assert a.is_leader()
         assert (
             metrics.registry.get_sample_value("leader_election_master_status", {"name": "lease"})
@@ -166,8 +165,7 @@ def test_threads_never_lead_together_and_a_crash_hands_over() -> None:
         assert not b.is_leader()
         a.stop(release=False)  # a crash: no release
         killed = time.monotonic()
-        while not b.is_leader() and time.monotonic() < killed + 5:
-            time.sleep(0.01)
+        wait_for(b.is_leader, timeout=5, interval=0.01, what="b to take over")
         assert b.is_leader()
         # lease_duration + retry * jitter, plus scheduling slack
         assert time.monotonic() - killed < 1.0 + 0.12 + 0.5
@@ -185,9 +183,7 @@ def test_a_lease_taken_by_someone_else_stops_the_leader() -> None:
     lock, log = MemoryLeaseLock(), list[str]()
     a = _threaded("a", lock, log)
     a.start()
-    deadline = time.monotonic() + 5
-    while not a.is_leader() and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_for(a.is_leader, timeout=5, interval=0.01, what="a to lead")
     with lock._lock:
         assert lock.record is not None
         lock.record = LeaseRecord("intruder", 30, renew_time=time.time())

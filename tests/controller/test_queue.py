@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 import time
 
-from pivoter.controller import ExponentialBackoff, WorkQueue
 from pivoter.observability import Metrics
+from pivoter.runtime import ExponentialBackoff, WorkQueue
 from tests.controller.fakes import FakeClock
 
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from pivoter.controller import LEASES
 from pivoter.kube import Kube, NotFound
+from pivoter.runtime import LEASES
 from tests.cluster import TestCluster, wait_for
 
 pytestmark = pytest.mark.cluster

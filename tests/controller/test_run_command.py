@@ -9,7 +9,6 @@ from pathlib import Path
 
 from pivoter.cli.exitcodes import ExitCode
 from pivoter.cli.main import build_parser
-from pivoter.controllers import REGISTRY, register
 
 
 def _run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -93,16 +92,3 @@ def test_a_busy_port_fails_before_any_cluster_work(tmp_path: Path) -> None:
         )
     assert result.returncode == ExitCode.FAILURE
     assert f"cannot serve metrics on 127.0.0.1:{port}: the port is in use" in result.stderr
-
-
-def test_the_controller_registry_is_one_place() -> None:
-    added: list[str] = []
-
-    class FakeManager:
-        controllers: list[str] = added
-
-    def setup(manager: object) -> None:
-        added.append("one")
-
-    assert register(FakeManager(), [setup]) == 1  # type: ignore[arg-type]
-    assert isinstance(REGISTRY, list)

@@ -17,10 +17,11 @@ from typing import Any
 
 import yaml
 
-from pivoter.controller.manager import Manager
 from pivoter.controllers import provisioning
 from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS
 from pivoter.kube import EventRecorder, Kube, NotFound, Resource, load_client
+from pivoter.runtime.manager import Manager
+from tests.polling import wait_for
 
 EVENTS = Resource("events.k8s.io/v1", "Event", "events", namespaced=True)
 SESSION_LABEL = "test.pivoter.io/session"
@@ -99,18 +100,22 @@ class Pivoter:
         self, name: str, type_: str, status: str, *, reason: str = "", timeout: float = 90.0
     ) -> dict[str, Any]:
         """Wait until condition ``type_`` has ``status`` (and ``reason``); return the BD."""
-        deadline = time.monotonic() + timeout
-        while True:
-            bd = self.get(name)
+        seen: dict[str, Any] = {}
+
+        def reached() -> dict[str, Any] | None:
+            bd = seen["bd"] = self.get(name)
             found = condition(bd, type_)
             if found.get("status") == status and (not reason or found.get("reason") == reason):
                 return bd
-            if time.monotonic() > deadline:
-                raise AssertionError(
-                    f"timed out waiting for {type_}={status} {reason} on {name}: "
-                    f"{(bd.get('status') or {}).get('conditions')}"
-                )
-            time.sleep(0.1)
+            return None
+
+        return wait_for(
+            reached,
+            timeout=timeout,
+            interval=0.1,
+            what=f"{type_}={status} {reason} on {name}",
+            detail=lambda: (seen["bd"].get("status") or {}).get("conditions"),
+        )
 
     def events(self, name: str, reason: str) -> list[dict[str, Any]]:
         """Events about BundleDeployment ``name`` with ``reason`` (cluster-scoped: in default)."""

@@ -17,6 +17,7 @@ import pytest
 
 from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS
 from pivoter.kube import NotFound, Resource
+from tests import manifests
 from tests.cluster import session_labels, unique_name, wait_for
 from tests.drift.running import Pivoter, condition
 
@@ -52,29 +53,7 @@ def _objects(namespace: str, group: str) -> list[dict[str, Any]]:
                 },
             },
         },
-        {
-            "apiVersion": "apiextensions.k8s.io/v1",
-            "kind": "CustomResourceDefinition",
-            "metadata": {"name": f"gadgets.{group}", "labels": session_labels()},
-            "spec": {
-                "group": group,
-                "scope": "Namespaced",
-                "names": {"kind": "Gadget", "plural": "gadgets", "singular": "gadget"},
-                "versions": [
-                    {
-                        "name": "v1",
-                        "served": True,
-                        "storage": True,
-                        "schema": {
-                            "openAPIV3Schema": {
-                                "type": "object",
-                                "x-kubernetes-preserve-unknown-fields": True,
-                            }
-                        },
-                    }
-                ],
-            },
-        },
+        manifests.crd(group, "Gadget", labels=session_labels()),
     ]
 
 
@@ -99,11 +78,12 @@ def _corrected(pivoter: Pivoter, name: str, text: str) -> list[dict[str, Any]]:
 
 
 def _wait_corrected(pivoter: Pivoter, name: str, text: str) -> None:
-    try:
-        wait_for(lambda: _corrected(pivoter, name, text), timeout=RESTORED_WITHIN)
-    except AssertionError:
-        notes = [e.get("note") for e in pivoter.events(name, "DriftCorrected")]
-        raise AssertionError(f"no DriftCorrected Event naming {text!r}; got {notes}") from None
+    wait_for(
+        lambda: _corrected(pivoter, name, text),
+        timeout=RESTORED_WITHIN,
+        what=f"a DriftCorrected Event naming {text!r}",
+        detail=lambda: f"got {[e.get('note') for e in pivoter.events(name, 'DriftCorrected')]}",
+    )
 
 
 def test_deleted_and_edited_objects_are_restored(pivoter: Pivoter, namespace: str) -> None:

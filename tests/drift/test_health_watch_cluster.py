@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from pivoter.kube import Resource
+from tests import manifests
 from tests.cluster import TestCluster, session_labels, unique_name, wait_for
 from tests.drift.running import Pivoter, condition, running_pivoter
 
@@ -47,34 +48,8 @@ def quick_health_pivoter(
 
 def _objects(namespace: str, group: str) -> list[dict[str, Any]]:
     return [
-        {
-            "apiVersion": "apiextensions.k8s.io/v1",
-            "kind": "CustomResourceDefinition",
-            "metadata": {"name": f"probes.{group}", "labels": session_labels()},
-            "spec": {
-                "group": group,
-                "scope": "Namespaced",
-                "names": {"kind": "Probe", "plural": "probes", "singular": "probe"},
-                "versions": [
-                    {
-                        "name": "v1",
-                        "served": True,
-                        "storage": True,
-                        "schema": {
-                            "openAPIV3Schema": {
-                                "type": "object",
-                                "x-kubernetes-preserve-unknown-fields": True,
-                            }
-                        },
-                    }
-                ],
-            },
-        },
-        {
-            "apiVersion": f"{group}/v1",
-            "kind": "Probe",
-            "metadata": {"name": "target", "namespace": namespace},
-        },
+        manifests.crd(group, "Probe", labels=session_labels()),
+        manifests.custom_resource(group, "target", namespace, "Probe"),
     ]
 
 

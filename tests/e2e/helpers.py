@@ -14,13 +14,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from pivoter.controllers.bundle import BUNDLES
 from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS
 from pivoter.kube import Conflict, Kube, NotFound, Resource
-from tests.cluster import session_labels, unique_name
+from tests.cluster import session_labels, unique_name, wait_for
 from tests.e2e.daemon import Daemon
+from tests.manifests import cm_manifest
 from tests.provisioners.git_servers import git
 from tests.provisioners.oci import Entry, file, tar_bytes
 
@@ -30,10 +29,7 @@ __all__ = [
     "CRDS",
     "E2E",
     "NAMESPACES",
-    "cm_manifest",
     "condition",
-    "cr_manifest",
-    "crd_manifest",
     "installed",
     "is_",
     "make_bundle_repo",
@@ -71,65 +67,6 @@ def installed(bd: dict[str, Any]) -> bool:
         c.get("status") == "True"
         and c.get("reason") == "InstallationSucceeded"
         and (bd.get("status") or {}).get("observedGeneration") == bd["metadata"]["generation"]
-    )
-
-
-def cm_manifest(name: str, namespace: str, data: dict[str, str] | None = None) -> str:
-    """YAML of a ConfigMap object (bundle content)."""
-    return yaml.safe_dump(
-        {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": name, "namespace": namespace},
-            "data": data or {"k": "v"},
-        }
-    )
-
-
-def crd_manifest(group: str, kind: str = "Widget") -> str:
-    """YAML of a namespaced CRD ``<kind>s.<group>`` with one version v1."""
-    plural = f"{kind.lower()}s"
-    return yaml.safe_dump(
-        {
-            "apiVersion": "apiextensions.k8s.io/v1",
-            "kind": "CustomResourceDefinition",
-            "metadata": {"name": f"{plural}.{group}"},
-            "spec": {
-                "group": group,
-                "scope": "Namespaced",
-                "names": {
-                    "kind": kind,
-                    "plural": plural,
-                    "singular": kind.lower(),
-                    "listKind": f"{kind}List",
-                },
-                "versions": [
-                    {
-                        "name": "v1",
-                        "served": True,
-                        "storage": True,
-                        "schema": {
-                            "openAPIV3Schema": {
-                                "type": "object",
-                                "x-kubernetes-preserve-unknown-fields": True,
-                            }
-                        },
-                    }
-                ],
-            },
-        }
-    )
-
-
-def cr_manifest(group: str, name: str, namespace: str, kind: str = "Widget") -> str:
-    """YAML of a custom resource of :func:`crd_manifest`'s kind."""
-    return yaml.safe_dump(
-        {
-            "apiVersion": f"{group}/v1",
-            "kind": kind,
-            "metadata": {"name": name, "namespace": namespace},
-            "spec": {"size": 1},
-        }
     )
 
 
@@ -266,17 +203,21 @@ class E2E:
         timeout: float = 90.0,
     ) -> dict[str, Any]:
         """Poll the BundleDeployment until ``until`` holds; fail with its status and the log."""
-        deadline = time.monotonic() + timeout
-        while True:
-            bd = self.get(name)
-            if until(bd):
-                return bd
-            if time.monotonic() > deadline:
-                raise AssertionError(
-                    f"timed out waiting for {what} on {name}; status: {bd.get('status')}\n"
-                    f"daemon log tail:\n{self.daemon.tail(2000)}"
-                )
-            time.sleep(0.25)
+        seen: dict[str, Any] = {}
+
+        def holds() -> dict[str, Any] | None:
+            bd = seen["bd"] = self.get(name)
+            return bd if until(bd) else None
+
+        return wait_for(
+            holds,
+            timeout=timeout,
+            interval=0.25,
+            what=f"{what} on {name}",
+            detail=lambda: (
+                f"status: {seen['bd'].get('status')}\ndaemon log tail:\n{self.daemon.tail(2000)}"
+            ),
+        )
 
     def wait_installed(self, name: str, timeout: float = 90.0) -> dict[str, Any]:
         """Wait for ``Installed=True/InstallationSucceeded``."""
@@ -314,15 +255,17 @@ class E2E:
         """Delete a BundleDeployment and wait until the daemon has finalized it."""
         with contextlib.suppress(NotFound):
             self.kube.delete(BUNDLE_DEPLOYMENTS, name)
-        deadline = time.monotonic() + timeout
-        while True:
+
+        def finalized() -> bool:
             try:
                 self.get(name)
             except NotFound:
-                return
-            if time.monotonic() > deadline:
-                raise AssertionError(f"BundleDeployment {name} was not finalized")
-            time.sleep(0.25)
+                return True
+            return False
+
+        wait_for(
+            finalized, timeout=timeout, interval=0.25, what=f"BundleDeployment {name} to finalize"
+        )
 
     def cleanup(self) -> None:
         """Delete the test's BundleDeployments (drop the finalizer if the daemon cannot)."""

@@ -20,7 +20,8 @@ import pytest
 
 from tests.cluster import session_labels, unique_name, wait_for
 from tests.e2e.conftest import Tarballs
-from tests.e2e.helpers import BUNDLES, E2E, cm_manifest, plain_layer, tgz
+from tests.e2e.helpers import BUNDLES, E2E, plain_layer, tgz
+from tests.manifests import cm_manifest
 from tests.provisioners.oci import Pusher, file
 from tests.provisioners.servers import Registry
 
@@ -133,6 +134,7 @@ def test_content_url_needs_bundle_reader(e2e: E2E) -> None:
     assert _members(body) == {"manifests/cm.yaml": manifest.encode()}
 
 
+@pytest.mark.timeout(600)  # pushes 100 MB, then waits up to 300 s for the install
 def test_hundred_megabyte_bundle(e2e: E2E, registry: Registry, pusher: Pusher) -> None:
     blob = os.urandom(100 * 1024 * 1024)  # incompressible: passes the compression-ratio limit
     layer = plain_layer(

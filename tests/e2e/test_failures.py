@@ -16,7 +16,8 @@ import pytest
 
 from tests.cluster import unique_name
 from tests.e2e.conftest import Tarballs
-from tests.e2e.helpers import E2E, cm_manifest, condition, is_, plain_layer
+from tests.e2e.helpers import E2E, condition, is_, plain_layer
+from tests.manifests import cm_manifest
 from tests.provisioners.oci import Entry, Pusher, file
 from tests.provisioners.servers import Registry
 

@@ -13,16 +13,8 @@ import yaml
 
 from pivoter.kube import NotFound
 from tests.cluster import unique_name, wait_for
-from tests.e2e.helpers import (
-    BUNDLES,
-    CRDS,
-    E2E,
-    cm_manifest,
-    condition,
-    cr_manifest,
-    crd_manifest,
-    is_,
-)
+from tests.e2e.helpers import BUNDLES, CRDS, E2E, condition, is_
+from tests.manifests import cm_manifest, cr_manifest, crd_manifest
 
 pytestmark = pytest.mark.cluster
 

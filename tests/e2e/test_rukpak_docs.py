@@ -22,15 +22,8 @@ import yaml
 from pivoter.kube import Invalid, NotFound
 from tests.cluster import wait_for
 from tests.e2e.conftest import REGISTRY_PASSWORD, REGISTRY_USER
-from tests.e2e.helpers import (
-    BUNDLE_DEPLOYMENTS,
-    BUNDLES,
-    E2E,
-    NAMESPACES,
-    cm_manifest,
-    installed,
-    plain_layer,
-)
+from tests.e2e.helpers import BUNDLE_DEPLOYMENTS, BUNDLES, E2E, NAMESPACES, installed, plain_layer
+from tests.manifests import cm_manifest
 from tests.provisioners.git_servers import git
 from tests.provisioners.oci import Pusher
 from tests.provisioners.servers import Registry

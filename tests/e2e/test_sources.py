@@ -19,7 +19,8 @@ from tests.e2e.conftest import (
     REGISTRY_USER,
     Tarballs,
 )
-from tests.e2e.helpers import BUNDLES, E2E, cm_manifest, condition, plain_layer, tgz
+from tests.e2e.helpers import BUNDLES, E2E, condition, plain_layer, tgz
+from tests.manifests import cm_manifest
 from tests.provisioners.git_servers import Repo
 from tests.provisioners.oci import Pusher
 from tests.provisioners.servers import Registry, Tls

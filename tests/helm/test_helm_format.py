@@ -18,6 +18,8 @@ from tests.tools import tool
 
 CHARTS = Path(__file__).resolve().parents[1] / "data" / "helm"
 
+pytestmark = pytest.mark.tools  # every test renders with the real helm
+
 
 @pytest.fixture(autouse=True)
 def _helm(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -16,6 +16,7 @@ import pytest
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
+from tests import manifests
 from tests.cluster import (
     ClusterConfig,
     ClusterError,
@@ -48,42 +49,16 @@ def _apply(
 
 
 def _crd(group: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"widgets.{group}", "labels": session_labels()},
-        "spec": {
-            "group": group,
-            "scope": "Namespaced",
-            "names": {
-                "plural": "widgets",
-                "singular": "widget",
-                "kind": "Widget",
-                "listKind": "WidgetList",
-            },
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "properties": {
-                                "spec": {
-                                    "type": "object",
-                                    "properties": {
-                                        "size": {"type": "integer", "minimum": 1},
-                                        "color": {"type": "string"},
-                                    },
-                                }
-                            },
-                        }
-                    },
-                }
-            ],
-        },
+    size_and_color = {
+        "size": {"type": "integer", "minimum": 1},
+        "color": {"type": "string"},
     }
+    schema = {
+        "type": "object",
+        "properties": {"spec": {"type": "object", "properties": size_and_color}},
+    }
+    version = manifests.crd_version(schema=schema)
+    return manifests.crd(group, versions=[version], labels=session_labels())
 
 
 def test_crd_is_established_and_serves_custom_objects(cluster: TestCluster, namespace: str) -> None:
@@ -456,6 +431,7 @@ def test_a_running_cluster_is_not_overwritten_but_a_stale_one_is_replaced(tmp_pa
     assert not root.exists()
 
 
+@pytest.mark.timeout(600)  # cluster-up.sh twice (300 s bound each) and cluster-down.sh
 def test_scripts_start_and_stop_a_cluster(tmp_path: Path) -> None:
     env = {**os.environ, "PIVOTER_CLUSTER_DIR": str(tmp_path / "c")}
     up = subprocess.run(

@@ -208,6 +208,7 @@ def _git_helpers_for(marker: str) -> list[str]:
     return found
 
 
+@pytest.mark.tools  # the git source runs git
 def test_git_against_a_dripping_server_ends_by_the_deadline_and_leaves_no_process(
     dest: Path,
 ) -> None:

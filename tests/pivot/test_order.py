@@ -5,16 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pivoter.pivot.order import dependencies, waves
-
-
-def _crd(group: str, kind: str) -> dict[str, Any]:
-    plural = kind.lower() + "s"
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.{group}"},
-        "spec": {"group": group, "names": {"kind": kind, "plural": plural}},
-    }
+from tests.manifests import crd
 
 
 def _obj(api_version: str, kind: str, name: str, namespace: str = "") -> dict[str, Any]:
@@ -25,7 +16,7 @@ def _obj(api_version: str, kind: str, name: str, namespace: str = "") -> dict[st
 def test_crd_and_namespace_providers_come_first() -> None:
     contents = {
         "app": [_obj("db.example.com/v1", "Database", "main", "apps")],
-        "db": [_crd("db.example.com", "Database")],
+        "db": [crd("db.example.com", "Database")],
         "ns": [_obj("v1", "Namespace", "apps")],
     }
     assert dependencies(contents) == {"app": {"db", "ns"}, "db": set(), "ns": set()}
@@ -37,7 +28,7 @@ def test_a_required_package_comes_first_though_no_object_shows_it() -> None:
     custom resource of it: the ResolveSet's ``requires`` orders it."""
     contents = {
         "web": [_obj("apps/v1", "Deployment", "web", "web")],
-        "db": [_crd("db.example.com", "Database"), _obj("apps/v1", "Deployment", "db", "db")],
+        "db": [crd("db.example.com", "Database"), _obj("apps/v1", "Deployment", "db", "db")],
         "cache": [_obj("v1", "ConfigMap", "cache", "cache")],
     }
     assert waves(contents) == (("cache", "db", "web"),)
@@ -47,8 +38,8 @@ def test_a_required_package_comes_first_though_no_object_shows_it() -> None:
 
 def test_a_cycle_shares_one_wave() -> None:
     contents = {
-        "a": [_crd("a.example.com", "A"), _obj("b.example.com/v1", "B", "x")],
-        "b": [_crd("b.example.com", "B"), _obj("a.example.com/v1", "A", "y")],
+        "a": [crd("a.example.com", "A"), _obj("b.example.com/v1", "B", "x")],
+        "b": [crd("b.example.com", "B"), _obj("a.example.com/v1", "A", "y")],
         "c": [_obj("v1", "ConfigMap", "c", "default")],
     }
     assert waves(contents, {"c": ["a"]}) == (("a", "b"), ("c",))

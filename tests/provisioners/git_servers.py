@@ -17,7 +17,8 @@ from pathlib import Path
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
-from tests.provisioners.servers import Tls, free_port, serve_http, wait_until
+from tests.polling import wait_for
+from tests.provisioners.servers import Tls, free_port, serve_http
 from tests.tools import tool
 
 GIT_ENV = {
@@ -217,7 +218,7 @@ def run_sshd(directory: Path) -> Iterator[SshServer]:
             return probe.connect_ex(("127.0.0.1", port)) == 0
 
     try:
-        wait_until(ready, "sshd")
+        wait_for(ready, timeout=30.0, interval=0.05, what="sshd")
         known = f"[127.0.0.1]:{port} ".encode() + _openssh_public(host_key) + b"\n"
         yield SshServer(port, _openssh_private(client_key), known)
     finally:

@@ -17,7 +17,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +27,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from cryptography.x509.oid import NameOID
 
+from tests.polling import wait_for
 from tests.tools import tool
 
 
@@ -35,16 +36,6 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
-
-
-def wait_until(check: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
-    """Poll ``check`` until it is true or fail naming ``what``."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.05)
-    raise RuntimeError(f"{what} did not come up within {timeout}s")
 
 
 @dataclass
@@ -237,7 +228,7 @@ def run_registry(
             return probe.connect_ex(("127.0.0.1", port)) == 0
 
     try:
-        wait_until(ready, "the registry")
+        wait_for(ready, timeout=30.0, interval=0.05, what="the registry")
         yield registry
     finally:
         process.terminate()

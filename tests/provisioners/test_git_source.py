@@ -215,6 +215,7 @@ def test_ssh_failures(sshd: SshServer, repos: Path, tmp_path: Path) -> None:
         fetch(GitSpec(missing, GitRef(branch="main"), "bundle", auth), dest, OPTIONS)
 
 
+@pytest.mark.tools  # the git source runs git
 def test_stalled_git_server_times_out(dest: Path) -> None:
     release = threading.Event()
 

@@ -16,6 +16,7 @@ from provisioners.crdsafety import (
     stored_versions_after,
 )
 from provisioners.formats.registry_v1 import RegistryV1
+from tests import manifests
 from tests.registry_v1.helpers import bundle
 
 
@@ -34,26 +35,15 @@ def _crd(*versions: str, storage: str = "v1") -> dict[str, Any]:
             }
         },
     }
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "widgets.example.com"},
-        "spec": {
-            "group": "example.com",
-            "scope": "Namespaced",
-            "names": {"kind": "Widget", "plural": "widgets"},
-            "versions": [
-                {
-                    "name": v,
-                    "served": True,
-                    "storage": v == storage,
-                    "schema": {"openAPIV3Schema": copy.deepcopy(schema)},
-                }
-                for v in versions
-            ],
-        },
-        "status": {"storedVersions": [storage]},
-    }
+    definition = manifests.crd(
+        "example.com",
+        versions=[
+            manifests.crd_version(v, schema=copy.deepcopy(schema), storage=v == storage)
+            for v in versions
+        ],
+    )
+    definition["status"] = {"storedVersions": [storage]}
+    return definition
 
 
 def _spec(crd: dict[str, Any], version: str = "v1") -> dict[str, Any]:

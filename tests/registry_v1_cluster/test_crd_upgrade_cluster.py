@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS
+from tests import manifests
 from tests.cluster import session_labels, unique_name, wait_for
 from tests.drift.running import Pivoter, condition
 
@@ -25,29 +26,17 @@ CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 def _schema(size_type: str) -> dict[str, Any]:
     return {
-        "openAPIV3Schema": {
-            "type": "object",
-            "properties": {"spec": {"type": "object", "properties": {"size": {"type": size_type}}}},
-        }
+        "type": "object",
+        "properties": {"spec": {"type": "object", "properties": {"size": {"type": size_type}}}},
     }
 
 
 def _crd(group: str, versions: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"boxes.{group}", "labels": session_labels()},
-        "spec": {
-            "group": group,
-            "scope": "Namespaced",
-            "names": {"kind": "Box", "plural": "boxes", "singular": "box"},
-            "versions": versions,
-        },
-    }
+    return manifests.crd(group, "Box", plural="boxes", versions=versions, labels=session_labels())
 
 
 def _version(name: str, *, storage: bool, served: bool = True, size: str = "integer") -> Any:
-    return {"name": name, "served": served, "storage": storage, "schema": _schema(size)}
+    return manifests.crd_version(name, schema=_schema(size), served=served, storage=storage)
 
 
 def _retarget(pivoter: Pivoter, name: str, crd: dict[str, Any], **spec: Any) -> None:

@@ -40,9 +40,9 @@ import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding
 
-from pivoter.controller.manager import Manager
 from pivoter.controllers import provisioning
 from pivoter.kube import EventRecorder, Forbidden, Kube, KubeError, Resource, load_client
+from pivoter.runtime.manager import Manager
 from tests.cluster import TestCluster, session_labels, unique_name, wait_for
 from tests.drift.running import Pivoter
 from tests.netns import NetNamespace, endpoint_slice, network_namespace

@@ -20,7 +20,6 @@ import yaml
 
 from pivoter import catalogs, platformoperators, resolutions, resolvesets
 from pivoter.catalogs import CATALOGS, SourceSettings
-from pivoter.controller import Manager
 from pivoter.controllers import provisioning
 from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS
 from pivoter.kube import Kube, NotFound, load_client
@@ -29,6 +28,7 @@ from pivoter.pivot import Preparer
 from pivoter.platformoperators import PLATFORM_OPERATORS
 from pivoter.resolutions import RESOLUTIONS, InputReconciler
 from pivoter.resolvesets import RevisionStore
+from pivoter.runtime import Manager
 from tests.catalogs.conftest import CatalogServer
 from tests.cluster import TestCluster, session_labels, unique_name, wait_for
 from tests.provisioners.conftest import pusher_for
@@ -148,18 +148,20 @@ class Env:
         resource: Any = RESOLUTIONS,
     ) -> dict[str, Any]:
         """Wait until ``check(input)`` holds; fail with the input's status."""
-        deadline = time.monotonic() + timeout
-        while True:
-            obj = self.get(name, resource)
+        seen: dict[str, Any] = {}
+
+        def holds() -> dict[str, Any] | None:
+            obj = seen["obj"] = self.get(name, resource)
             obj.setdefault("status", {})
-            if check(obj):
-                return obj
-            if time.monotonic() > deadline:
-                raise AssertionError(
-                    f"timed out after {timeout:.0f}s waiting for {what}; status: "
-                    f"{yaml.safe_dump(obj.get('status'))}"
-                )
-            time.sleep(0.3)
+            return obj if check(obj) else None
+
+        return wait_for(
+            holds,
+            timeout=timeout,
+            interval=0.3,
+            what=what,
+            detail=lambda: f"status: {yaml.safe_dump(seen['obj'].get('status'))}",
+        )
 
     def config_map_data(self, name: str) -> dict[str, str] | None:
         """The data of a ConfigMap a bundle installed in the test namespace (None if absent)."""

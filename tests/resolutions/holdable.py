@@ -20,8 +20,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from pivoter import daemon
 from pivoter.cli import main as cli
-from pivoter.cli import run
 from pivoter.pivot import PivotRecord
 
 HOLD_FILE_ENV = "PIVOTER_TEST_HOLD_FILE"
@@ -57,5 +57,5 @@ def _hold_hook(phase: str) -> Callable[[PivotRecord], None]:
 
 
 if __name__ == "__main__":
-    run._pause_hook = _hold_hook  # test-only substitution of the hook `pivoter run` installs
+    daemon._pause_hook = _hold_hook  # test-only substitution of the hook `pivoter run` installs
     sys.exit(cli.main())

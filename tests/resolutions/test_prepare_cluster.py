@@ -15,7 +15,7 @@ from pivoter.controllers.bundle import BUNDLES
 from pivoter.kube import NotFound, Resource
 from pivoter.pivot import children_selector
 from pivoter.resolvesets import InputRef
-from tests.e2e.helpers import cr_manifest, crd_manifest
+from tests.manifests import cr_manifest, crd_manifest
 from tests.resolutions.conftest import Env, is_
 from tests.resolutions.helpers import Version, config_map, missing_kind
 

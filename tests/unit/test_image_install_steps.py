@@ -29,6 +29,7 @@ def _run(*argv: str | Path, cwd: Path | None = None) -> str:
     return result.stdout
 
 
+@pytest.mark.timeout(600)  # pip builds and installs every wheel (each step bounded at 900 s)
 def test_wheels_install_and_run_in_a_clean_virtualenv(tmp_path: Path) -> None:
     wheels = tmp_path / "wheels"
     _run(sys.executable, "-m", "pip", "wheel", "--quiet", "--wheel-dir", wheels, REPO)

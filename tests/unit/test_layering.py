@@ -39,6 +39,13 @@ def test_repository_keeps_its_layers() -> None:
         ("resolver", "import kubernetes", "resolver is a pure library"),
         ("resolver", "from pivoter import cli", "resolver is a pure library"),
         ("provisioners", "import pivoter.cli.main", "provisioners never import the daemon"),
+        ("pivoter/runtime", "import pivoter.controllers.bundle", "pivoter's layers"),
+        ("pivoter/kube", "import pivoter.runtime", "pivoter's layers"),
+        (
+            "pivoter/controllers",
+            "from provisioners.apply.kubeapi import KubeAPI",
+            "pivoter reaches the Kubernetes client",
+        ),
     ],
 )
 def test_contract_catches_a_violation(
@@ -54,4 +61,4 @@ def test_contract_catches_a_violation(
     assert result.returncode != 0
     assert "BROKEN" in result.stdout
     assert contract in result.stdout
-    assert f"{package}._violation" in result.stdout
+    assert f"{package.replace('/', '.')}._violation" in result.stdout

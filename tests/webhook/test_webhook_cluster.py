@@ -6,7 +6,6 @@ SubjectAccessReviews against RBAC.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -20,7 +19,7 @@ from pivoter.kube import Forbidden, Invalid, Kube, KubeError, NotFound, apply, l
 from pivoter.webhook.registration import NAME, configuration
 from pivoter.webhook.server import WebhookServer
 from provisioners.certs import issue_serving_certificate
-from tests.cluster import TestCluster, session_labels, unique_name
+from tests.cluster import TestCluster, session_labels, unique_name, wait_for
 
 pytestmark = pytest.mark.cluster
 
@@ -66,17 +65,20 @@ def webhook(admin: Kube, namespace: str, tmp_path: Path) -> Iterator[WebhookServ
 
 def _eventually_denied(action: Any, fragment: str) -> KubeError:
     """The webhook configuration takes a moment to reach the API server's admission chain."""
-    deadline = time.monotonic() + 30
-    while True:
+
+    def denial() -> KubeError | None:
         try:
             action()
         except (Forbidden, Invalid, KubeError) as exc:
             if fragment in str(exc):
                 return exc
             raise
-        if time.monotonic() > deadline:
-            raise AssertionError(f"never denied with {fragment!r}")
-        time.sleep(0.5)
+        return None
+
+    result: KubeError = wait_for(
+        denial, timeout=30, interval=0.5, what=f"a denial with {fragment!r}"
+    )
+    return result
 
 
 def _config_map(name: str, immutable: bool = True) -> dict[str, Any]:

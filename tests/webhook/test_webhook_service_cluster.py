@@ -164,8 +164,8 @@ def _when_reachable(action: Any) -> Any:
 
 def _eventually_denied(action: Any, fragment: str) -> KubeError:
     """The webhook configuration takes a moment to reach the API server's admission chain."""
-    deadline = time.monotonic() + 30
-    while True:
+
+    def denial() -> KubeError | None:
         try:
             action()
         except (Forbidden, Invalid, KubeError) as exc:
@@ -173,12 +173,14 @@ def _eventually_denied(action: Any, fragment: str) -> KubeError:
                 return exc
             # Until the API server's informers see the new EndpointSlice it cannot resolve the
             # Service ("no endpoints available"); anything else is a real failure.
-            if "no endpoints available" not in str(exc) or time.monotonic() > deadline:
+            if "no endpoints available" not in str(exc):
                 raise
-        else:
-            if time.monotonic() > deadline:
-                raise AssertionError(f"never denied with {fragment!r}")
-        time.sleep(0.5)
+        return None
+
+    result: KubeError = wait_for(
+        denial, timeout=30, interval=0.5, what=f"a denial with {fragment!r}"
+    )
+    return result
 
 
 def _config_map(name: str) -> dict[str, Any]:

@@ -16,7 +16,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from pivoter.catalogserver.reload import Reloader
 from resolver.catalog.registryapi import registry_pb2 as api
 from resolver.catalog.sources import CatalogdSource, RegistrySource
 from resolver.catalog.sources.stale import STALE_HEADER, STALE_METADATA
+from tests.polling import wait_for
 from tests.wire.conftest import DATA
 
 NAME = "live"
@@ -40,16 +41,6 @@ REDIS = (
     "---\nschema: olm.bundle\npackage: redis\nname: redis.v1.0.0\nimage: example.com/r:1\n"
     "properties:\n  - {type: olm.package, value: {packageName: redis, version: 1.0.0}}\n"
 )
-
-
-def wait_for(condition: Callable[[], Any], what: str, timeout: float = 10.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 class StaleServer:
@@ -173,7 +164,12 @@ def _assert_stale_everywhere(server: StaleServer, *needles: str) -> None:
 
 
 def _assert_current(server: StaleServer, packages: list[str]) -> None:
-    wait_for(lambda: server.reloader.stale_reason() is None, "the stale state to clear")
+    wait_for(
+        lambda: server.reloader.stale_reason() is None,
+        what="the stale state to clear",
+        timeout=10.0,
+        interval=0.05,
+    )
     assert server.packages() == packages
     _, headers, _ = server.http_get("/api/v1/all")
     assert headers.get(STALE_HEADER) is None
@@ -198,7 +194,7 @@ def test_a_malformed_file_is_reported_stale_then_the_fix_is_picked_up(
 ) -> None:
     caplog.set_level(logging.ERROR, logger="pivoter.catalogserver.reload")
     (server.directory / "broken.yaml").write_text("schema: [unterminated\n")
-    wait_for(server.reloader.stale_reason, "the reload to fail")
+    wait_for(server.reloader.stale_reason, what="the reload to fail", timeout=10.0, interval=0.05)
     _assert_stale_everywhere(server, "broken.yaml")
     assert server.metric('pivoter_catalog_reload_errors_total{catalog="live",kind="invalid"}') >= 1
     assert any("keeping the last good catalog" in r.getMessage() for r in caplog.records)
@@ -209,7 +205,7 @@ def test_a_malformed_file_is_reported_stale_then_the_fix_is_picked_up(
 
 def test_a_fifo_is_refused_without_blocking_the_reload(server: StaleServer) -> None:
     os.mkfifo(server.directory / "pipe.yaml")
-    wait_for(server.reloader.stale_reason, "the reload to fail")
+    wait_for(server.reloader.stale_reason, what="the reload to fail", timeout=10.0, interval=0.05)
     _assert_stale_everywhere(server, "pipe.yaml", "FIFO")
     (server.directory / "pipe.yaml").unlink()
     # Back to exactly the content served: no reload needed, but no longer stale.
@@ -219,11 +215,16 @@ def test_a_fifo_is_refused_without_blocking_the_reload(server: StaleServer) -> N
 def test_an_unreadable_file_is_reported_stale(server: StaleServer) -> None:
     # A dangling link (root reads any file whatever its mode) and a link to a device.
     os.symlink("nowhere.yaml", server.directory / "dangling.yaml")
-    wait_for(server.reloader.stale_reason, "the reload to fail")
+    wait_for(server.reloader.stale_reason, what="the reload to fail", timeout=10.0, interval=0.05)
     _assert_stale_everywhere(server, "dangling.yaml")
     (server.directory / "dangling.yaml").unlink()
     os.symlink("/dev/zero", server.directory / "zero.yaml")
-    wait_for(lambda: "zero.yaml" in (server.reloader.stale_reason() or ""), "the device link")
+    wait_for(
+        lambda: "zero.yaml" in (server.reloader.stale_reason() or ""),
+        what="the device link",
+        timeout=10.0,
+        interval=0.05,
+    )
     _assert_stale_everywhere(server, "zero.yaml", "leaves the catalog root")
     (server.directory / "zero.yaml").unlink()
     (server.directory / "redis.yaml").write_text(REDIS)
@@ -245,7 +246,7 @@ def test_an_exception_in_a_reload_step_keeps_the_loop_alive(
 
     monkeypatch.setattr(reload_module, step, failing)
     (server.directory / "redis.yaml").write_text(REDIS)
-    wait_for(server.reloader.stale_reason, "the reload to fail")
+    wait_for(server.reloader.stale_reason, what="the reload to fail", timeout=10.0, interval=0.05)
     _assert_stale_everywhere(server, "injected failure", "RuntimeError")
     kind = 'pivoter_catalog_reload_errors_total{catalog="live",kind="unexpected"}'
     assert server.metric(kind) >= 1
@@ -271,7 +272,12 @@ def test_a_stuck_reload_is_reported_and_the_loop_recovers(
 
         monkeypatch.setattr(reload_module, "load_snapshot", stuck)
         (directory / "redis.yaml").write_text(REDIS)
-        wait_for(server.reloader.stale_reason, "the reload to be reported stuck")
+        wait_for(
+            server.reloader.stale_reason,
+            what="the reload to be reported stuck",
+            timeout=10.0,
+            interval=0.05,
+        )
         _assert_stale_everywhere(server, "without finishing")
         assert (
             server.metric('pivoter_catalog_reload_errors_total{catalog="live",kind="stuck"}') == 1
@@ -281,7 +287,12 @@ def test_a_stuck_reload_is_reported_and_the_loop_recovers(
         # stop() does not wait for a reload that never ends.
         release.clear()
         _touch_later(directory / "redis.yaml")
-        wait_for(server.reloader.stale_reason, "the second reload to be reported stuck")
+        wait_for(
+            server.reloader.stale_reason,
+            what="the second reload to be reported stuck",
+            timeout=10.0,
+            interval=0.05,
+        )
         started = time.monotonic()
         server.reloader.stop()
         assert time.monotonic() - started < 3
@@ -342,7 +353,9 @@ def test_cli_serve_reports_stale_over_http_and_clears_after_the_fix(tmp_path: Pa
         header = lambda: urllib.request.urlopen(url, timeout=10).headers.get(STALE_HEADER)  # noqa: E731
         assert header() is None
         (directory / "broken.yaml").write_text("schema: [unterminated\n")
-        assert "broken.yaml" in wait_for(header, "the stale header")
+        assert "broken.yaml" in wait_for(
+            header, what="the stale header", timeout=10.0, interval=0.05
+        )
         # A client command says so too, and still prints the (last good) catalog.
         rendered = subprocess.run(
             [*_PIVOTER, "catalog", "render", url.removesuffix("/api/v1/all")],
@@ -356,7 +369,9 @@ def test_cli_serve_reports_stale_over_http_and_clears_after_the_fix(tmp_path: Pa
         assert "serves stale content" in rendered.stderr
         assert "broken.yaml" in rendered.stderr
         (directory / "broken.yaml").write_text(REDIS)
-        wait_for(lambda: header() is None, "the stale header to go")
+        wait_for(
+            lambda: header() is None, what="the stale header to go", timeout=10.0, interval=0.05
+        )
         with urllib.request.urlopen(url, timeout=10) as response:
             assert b'"name":"redis"' in response.read()
     finally:
@@ -376,7 +391,7 @@ def test_sigterm_stops_the_server_while_a_reload_is_stuck(tmp_path: Path) -> Non
     process, url = _start([str(marker), *_serve_args(directory)], script=_STUCK_SERVE)
     try:
         (directory / "redis.yaml").write_text(REDIS)
-        wait_for(marker.exists, "a reload to get stuck")
+        wait_for(marker.exists, what="a reload to get stuck", timeout=10.0, interval=0.05)
         with urllib.request.urlopen(url, timeout=10) as response:  # still serving
             assert b'"name":"etcd"' in response.read()
         started = time.monotonic()

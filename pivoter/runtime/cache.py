@@ -3,7 +3,7 @@
 Keys are ``namespace/name`` (``name`` for cluster-scoped objects), as in client-go, and objects
 are also indexed by namespace so a controller lists one namespace without scanning the cluster.
 Objects handed out are shared with the cache: treat them as read-only (copy before changing).
-Written only by :class:`pivoter.controller.informer.Informer`.
+Written only by :class:`pivoter.runtime.informer.Informer`.
 """
 
 from __future__ import annotations

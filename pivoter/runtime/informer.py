@@ -1,4 +1,4 @@
-"""List-then-watch one kind into a :class:`~pivoter.controller.cache.Store` and tell handlers.
+"""List-then-watch one kind into a :class:`~pivoter.runtime.cache.Store` and tell handlers.
 
 An :class:`Informer` lists the collection, replaces its cache with the result, then watches from
 the list's resourceVersion and applies every event to the cache before calling the handlers. When
@@ -9,7 +9,7 @@ capped exponential backoff (0.8 s doubling up to 5 s: the daemon is one client, 
 API server outage its caches should catch up within seconds), resuming the watch from the last
 resourceVersion seen.
 
-A :class:`pivoter.controller.Manager` owns one informer per kind (and namespace) and shares it
+A :class:`pivoter.runtime.Manager` owns one informer per kind (and namespace) and shares it
 between all controllers that watch that kind.
 """
 
@@ -21,10 +21,10 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pivoter.controller.cache import Store
+from pivoter.kube import Gone, KubeError
 from pivoter.kube.client import Kube, Object, WatchStream
 from pivoter.observability.metrics import Metrics
-from provisioners.apply.kubeerrors import Gone, KubeError
+from pivoter.runtime.cache import Store
 from provisioners.apply.resources import Resource
 
 __all__ = ["EventHandler", "Informer"]
@@ -73,7 +73,6 @@ class Informer:
         self._thread: threading.Thread | None = None
         self._stream: WatchStream | None = None
         self._stream_lock = threading.Lock()
-        self.last_sync_resource_version = ""
         self.relists = 0
 
     def __str__(self) -> str:
@@ -173,7 +172,6 @@ class Informer:
         )
         added, updated, deleted = self.store.replace(items)
         self.relists += 1
-        self.last_sync_resource_version = resource_version
         if self._metrics is not None:
             self._metrics.informer_relists.labels(str(self.resource), reason).inc()
             self._metrics.informer_objects.labels(str(self.resource)).set(len(self.store))

@@ -1,6 +1,6 @@
 """How long a key waits before it is retried: per-key exponential backoff and an overall rate limit.
 
-Used by :class:`pivoter.controller.queue.WorkQueue` when a reconcile fails
+Used by :class:`pivoter.runtime.queue.WorkQueue` when a reconcile fails
 (``add_rate_limited``). The defaults are client-go's ``DefaultControllerRateLimiter``: per key,
 5 ms doubling up to a cap of 1000 s; across all keys, a token bucket of 10 retries per second
 with bursts of 100, so a storm of failures cannot hammer the API server.

@@ -3,15 +3,15 @@ keyed work queue with backoff, controllers with N workers, Lease leader election
 that ties them together. See docs/controller.md for the design and how to add a controller.
 """
 
-from pivoter.controller.backoff import (
+from pivoter.runtime.backoff import (
     BucketRateLimiter,
     ExponentialBackoff,
     MaxOfRateLimiter,
     RateLimiter,
     default_rate_limiter,
 )
-from pivoter.controller.cache import Store, object_key, split_key
-from pivoter.controller.controller import (
+from pivoter.runtime.cache import Store, object_key, split_key
+from pivoter.runtime.controller import (
     DEFAULT_RESYNC,
     Controller,
     Mapper,
@@ -19,8 +19,8 @@ from pivoter.controller.controller import (
     Result,
     owner_keys,
 )
-from pivoter.controller.informer import EventHandler, Informer
-from pivoter.controller.leader import (
+from pivoter.runtime.informer import EventHandler, Informer
+from pivoter.runtime.leader import (
     LEASES,
     KubeLeaseLock,
     LeaderElectionConfig,
@@ -28,8 +28,8 @@ from pivoter.controller.leader import (
     LeaseLock,
     LeaseRecord,
 )
-from pivoter.controller.manager import Manager, ManagerExit, default_identity
-from pivoter.controller.queue import WorkQueue
+from pivoter.runtime.manager import Manager, ManagerExit, default_identity
+from pivoter.runtime.queue import WorkQueue
 
 __all__ = [
     "DEFAULT_RESYNC",

@@ -1,19 +1,21 @@
 """Lease-based leader election on ``coordination.k8s.io/v1`` Leases, so one replica reconciles.
 
-The official Python client ships only a ConfigMap lock, so this is client-go's algorithm written
-for Leases. Every candidate tries, every ``retry_period``, to write itself as the Lease's holder
-with a compare-and-swap on resourceVersion. A candidate only takes a Lease whose holder has not
-renewed it for ``lease_duration`` as measured on the candidate's own clock, from when it last saw
-the Lease change (so clocks need not agree, only tick at similar rates). A leader that has not
-renewed for ``renew_deadline`` stops leading on its own, and one that sees another holder in the
-Lease stops at once. Because ``retry_period < renew_deadline < lease_duration``, the old leader has
-stopped before anyone else can take over: two electors never lead at the same time.
+client-go's algorithm written for Leases. (The official Python client has a Lease lock too, but its
+elector cannot be stopped, never releases, cannot say whether it still leads and reads the wall
+clock directly; docs/decisions.md (7).) Every candidate tries, every ``retry_period``, to write
+itself as the Lease's holder with a compare-and-swap on resourceVersion. A candidate only takes a
+Lease whose holder has not renewed it for ``lease_duration`` as measured on the candidate's own
+clock, from when it last saw the Lease change (so clocks need not agree, only tick at similar
+rates). A leader that has not renewed for ``renew_deadline`` stops leading on its own, and one that
+sees another holder in the Lease stops at once. Because ``retry_period < renew_deadline <
+lease_duration``, the old leader has stopped before anyone else can take over: two electors never
+lead at the same time.
 
 Defaults (client-go's and controller-runtime's): lease 15 s, renew deadline 10 s, retry 2 s. A
 crashed leader is replaced within about ``lease_duration + retry_period`` (17 s); a leader that
 shuts down gracefully releases the Lease so a standby takes over within ``retry_period``.
 
-Used by :class:`pivoter.controller.Manager`; the :class:`LeaseLock` protocol lets the pure logic
+Used by :class:`pivoter.runtime.Manager`; the :class:`LeaseLock` protocol lets the pure logic
 be tested with an in-memory lock.
 """
 
@@ -29,9 +31,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Protocol
 
+from pivoter.kube import KubeError, NotFound
 from pivoter.kube.client import Kube, Object
 from pivoter.observability.metrics import Metrics
-from provisioners.apply.kubeerrors import KubeError, NotFound
 from provisioners.apply.resources import Resource
 
 __all__ = [

@@ -8,7 +8,7 @@ means "done until something changes". A key is never reconciled by two workers a
 
 A periodic resync re-queues every cached key (default every 10 hours, as controller-runtime) so
 that drift the informer cannot see (a missed external change) is eventually corrected.
-Controllers are started and stopped by :class:`pivoter.controller.Manager`.
+Controllers are started and stopped by :class:`pivoter.runtime.Manager`.
 """
 
 from __future__ import annotations
@@ -19,13 +19,13 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from pivoter.controller.backoff import RateLimiter
-from pivoter.controller.cache import object_key
-from pivoter.controller.informer import EventHandler, Informer
-from pivoter.controller.queue import WorkQueue
+from pivoter.kube import Unavailable
 from pivoter.kube.client import Object
 from pivoter.observability.metrics import Metrics
-from provisioners.apply.kubeerrors import Unavailable
+from pivoter.runtime.backoff import RateLimiter
+from pivoter.runtime.cache import object_key
+from pivoter.runtime.informer import EventHandler, Informer
+from pivoter.runtime.queue import WorkQueue
 
 __all__ = ["DEFAULT_RESYNC", "Controller", "Mapper", "Reconcile", "Result", "owner_keys"]
 

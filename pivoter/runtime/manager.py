@@ -1,8 +1,8 @@
 """The :class:`Manager` runs pivoter's controllers in one process: shared informers, leader
 election, metrics and probe endpoints, signal handling and an orderly shutdown.
 
-``pivoter run`` builds one Manager, lets :func:`pivoter.controllers.register` add the product
-controllers, and calls :meth:`Manager.run`. The order of things:
+``pivoter run`` (its wiring is :mod:`pivoter.daemon`) builds one Manager, sets up the product
+controllers on it, and calls :meth:`Manager.run`. The order of things:
 
 1. the metrics and probe endpoints start (a port in use fails here, before any cluster work);
 2. every informer starts listing and watching, on every replica (a standby keeps a warm cache);
@@ -30,14 +30,14 @@ import uuid
 from collections.abc import Iterable
 from types import FrameType
 
-from pivoter.controller.backoff import RateLimiter
-from pivoter.controller.controller import DEFAULT_RESYNC, Controller, Reconcile
-from pivoter.controller.informer import Informer
-from pivoter.controller.leader import KubeLeaseLock, LeaderElectionConfig, LeaderElector
 from pivoter.kube.client import Kube
 from pivoter.kube.events import EventRecorder
 from pivoter.observability.metrics import Metrics
 from pivoter.observability.server import Endpoints
+from pivoter.runtime.backoff import RateLimiter
+from pivoter.runtime.controller import DEFAULT_RESYNC, Controller, Reconcile
+from pivoter.runtime.informer import Informer
+from pivoter.runtime.leader import KubeLeaseLock, LeaderElectionConfig, LeaderElector
 from provisioners.apply.resources import Resource
 
 __all__ = ["Manager", "ManagerExit", "default_identity"]
@@ -282,11 +282,6 @@ class Manager:
         if started:
             for controller in self.controllers:
                 controller.stop(self.shutdown_timeout)
-
-    @property
-    def controllers_running(self) -> bool:
-        """Whether the controllers have been started and any worker is still running."""
-        return self._controllers_started.is_set() and any(c.running for c in self.controllers)
 
     def wait_controllers_started(self, timeout: float | None = None) -> bool:
         """Block until the controllers have started (caches synced and, if enabled, leading)."""

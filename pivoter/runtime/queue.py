@@ -17,8 +17,8 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from pivoter.controller.backoff import RateLimiter, default_rate_limiter
 from pivoter.observability.metrics import Metrics
+from pivoter.runtime.backoff import RateLimiter, default_rate_limiter
 
 __all__ = ["WorkQueue"]
 
