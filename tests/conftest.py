@@ -2,11 +2,16 @@
 
 The machinery lives in tests/cluster.py (and hack/cluster/localcluster); this file only wires it
 into pytest. The control plane starts lazily, the first time a test asks for ``cluster``.
+
+Markers are completed here at collection, before ``-m`` selects: a test that uses the ``cluster``
+fixture (directly or through other fixtures) or is marked ``kwok`` is ``cluster``; a ``cluster``
+or ``opm`` test, or one reaching a fixture of ``tests.tools.TOOL_FIXTURES``, is ``tools``. So
+``pytest -m "not cluster and not tools"`` is the pure set (see docs/development.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
@@ -16,9 +21,38 @@ from kubernetes.client.exceptions import ApiException
 
 from provisioners.apply.applier import Applier, Owner
 from provisioners.apply.kubeapi import KubeAPI
+from tests import tools
 from tests.cluster import TestCluster, env_kubeconfig, session_labels, unique_name, wait_for
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Add the implied markers before ``-m`` deselects (pytest's own hook runs after this one):
+    ``cluster`` for every test reaching the ``cluster`` fixture (directly or through other
+    fixtures) or marked ``kwok``; ``tools`` for every ``cluster`` or ``opm`` test (the control
+    plane and opm are built tools) and every test reaching one of ``tools.TOOL_FIXTURES``."""
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if "cluster" in fixtures or item.get_closest_marker("kwok"):
+            item.add_marker(pytest.mark.cluster)
+        if (
+            item.get_closest_marker("cluster")
+            or item.get_closest_marker("opm")
+            or fixtures & tools.TOOL_FIXTURES
+        ):
+            item.add_marker(pytest.mark.tools)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object]:
+    """Tell :func:`tests.tools.tool` which test runs, so it can refuse one not marked ``tools``."""
+    tools.set_running(item)
+    try:
+        return (yield)
+    finally:
+        tools.set_running(None)
 
 
 @pytest.fixture(scope="session")

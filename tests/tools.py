@@ -1,7 +1,11 @@
 """Where the tests find external tools installed by ``hack/tools.sh`` (opm, the control plane, ...).
 
 A missing tool fails the test with the command that installs it; tests never skip silently
-because a tool is absent.
+because a tool is absent. A test that asks for a tool must carry the ``tools`` marker (added
+automatically by tests/conftest.py to ``cluster`` and ``opm`` tests and to tests using one of
+:data:`TOOL_FIXTURES`), so that ``pytest -m "not cluster and not tools"`` runs without any of
+them: :func:`tool` fails a test that is not marked. (Product code that runs ``git``, ``dot`` or
+``helm`` itself cannot be watched this way; its tests carry the marker explicitly.)
 """
 
 from __future__ import annotations
@@ -19,14 +23,44 @@ TOOLS_DIR = Path(
     )
 )
 SHARED = Path(__file__).resolve().parents[2] / "shared"
+# Fixtures (in any conftest or module) that run an external tool: a test reaching one is `tools`.
+TOOL_FIXTURES = frozenset(
+    {
+        "registry",  # distribution's registry
+        "private_registry",  # ... with htpasswd
+        "tls_registry",
+        "token_registry",
+        "opm_server",  # opm serve
+        "git_http",  # git http-backend
+        "git_https_private",
+        "sshd",  # sshd with git
+    }
+)
+
+_running: list[pytest.Item] = []
 
 
-def tool(name: str) -> Path:
-    """Return the path of an installed tool, or fail the test saying how to install it."""
+def set_running(item: pytest.Item | None) -> None:
+    """Record the test being run (None: none), for the ``tools`` marker check of :func:`tool`."""
+    _running[:] = [] if item is None else [item]
+
+
+def tool(name: str, installer: str | None = None) -> Path:
+    """Return the path of an installed tool, or fail the test saying how to install it
+    (``hack/tools.sh INSTALLER``, the tool's own name by default).
+
+    Fails a running test that is not marked ``tools``: the pure set must not need the tool.
+    """
+    for item in _running:
+        if item.get_closest_marker("tools") is None:
+            pytest.fail(
+                f"{item.nodeid} uses the external tool {name} but is not marked 'tools': "
+                "add @pytest.mark.tools (or pytestmark) so the pure set stays tool-free"
+            )
     candidate = TOOLS_DIR / name
     if candidate.is_file() and os.access(candidate, os.X_OK):
         return candidate
     found = shutil.which(name)
     if found:
         return Path(found)
-    pytest.fail(f"{name} is not installed; run: hack/tools.sh {name}")
+    pytest.fail(f"{name} is not installed; run: hack/tools.sh {installer or name}")

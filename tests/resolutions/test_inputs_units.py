@@ -33,6 +33,11 @@ class FakeKube:
     def request(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         return {}
 
+    def patch_status(
+        self, resource: Any, name: str, status: Any, namespace: str | None = None
+    ) -> dict[str, Any]:
+        return {}
+
 
 class Recorder:
     def __init__(self) -> None:
