@@ -539,7 +539,6 @@ class Engine:
             return None
         selection, sources = resolution
         out, record, active = p.out, p.record, p.active
-        out.shared = peers.shared(selection.shared)
         out.not_newer = selection.not_newer
         document, orphans = _keep_installed(selection.document, active)
         revision = self.store.write(p.spec.ref, document, after=record.highest, owner=p.obj)
@@ -622,6 +621,9 @@ class Engine:
             out.explanation = problem.explanation
         else:
             self._count_resolution(spec, "resolved", began)
+            # With the other inputs' pivot targets: a dependency held by an input mid-pivot is
+            # named by that input too.
+            out.shared = peers.shared(selection.shared)
             return selection, sources
         out.resolved = ("False", reason, message)
         out.up_to_date = (UNKNOWN, "NotResolved", "not resolved: see the Resolved condition")
