@@ -25,6 +25,7 @@ from resolver import safedata
 from resolver.catalog.errors import CatalogLoadError
 from resolver.catalog.load import load_objects
 from resolver.catalog.model import JSON, Catalog, Origin
+from resolver.catalog.parse import LIMITS as CATALOG_LIMITS
 from resolver.catalog.sources.base import SourceError
 from resolver.catalog.sources.stale import STALE_HEADER
 from resolver.net import (
@@ -216,7 +217,9 @@ class CatalogdSource:
             if not line.strip():
                 continue
             try:
-                blob = safedata.load_json(line)
+                # The same limits as an object of a catalog file (its size is capped by the
+                # line splitter at max_line_bytes, as a file's by the walk).
+                blob = safedata.load_json(line, limits=CATALOG_LIMITS)
             except safedata.SafeDataError as err:
                 raise SourceError(url, f"line {number} is not JSON: {err.reason}") from None
             if not isinstance(blob, dict):
