@@ -260,11 +260,12 @@ def profile_install(kube: Kube, base_url: str, objects: int, system: str, work: 
 
     from pivoter.controllers.bundle import BUNDLES, BundleReconciler
     from pivoter.controllers.bundledeployment import BundleDeploymentReconciler
+    from pivoter.pivot import keep_on_delete
     from provisioners.store import BundleStore
 
     store = BundleStore(work / "profile-store")
     bundles = BundleReconciler(kube, store, system_namespace=system)
-    deployments = BundleDeploymentReconciler(kube, store, bundles)
+    deployments = BundleDeploymentReconciler(kube, store, bundles, keep_on_delete=keep_on_delete)
     run = f"profile-{os.getpid()}"
     Files.files[f"/{run}.tgz"] = bundle_tgz(objects, run)
     name = f"bench-{run}"

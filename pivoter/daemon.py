@@ -34,7 +34,7 @@ from pivoter.kube import (
 )
 from pivoter.kube.identities import Identities
 from pivoter.observability import EndpointsError, Metrics
-from pivoter.pivot import PivotRecord, Preparer
+from pivoter.pivot import PivotRecord, Preparer, keep_on_delete
 from pivoter.runtime import LeaderElectionConfig, Manager, ManagerExit, default_identity
 
 __all__ = [
@@ -167,6 +167,7 @@ def _setup_product(
         manager,
         store_dir=options.store_dir,
         namespace=namespace,
+        keep_on_delete=keep_on_delete,
         content_url_base=options.content_url,
         recorder=recorder,
     )

@@ -16,23 +16,26 @@
 
 Deletion runs the uninstall finalizer: every installed object is removed, except CRDs that still
 have custom resources under the ``Keep`` policy, which are orphaned and reported in an Event.
+Whether the objects stay altogether is a question the wiring answers (:data:`KeepOnDelete`,
+:func:`pivoter.pivot.children.keep_on_delete` in the daemon): the controllers never import the
+pivot, which builds on them.
+
+Step 1 is :mod:`pivoter.controllers.generatedbundles`; loading and applying the content of step
+3 is :mod:`pivoter.controllers.contentapply`; drift is :mod:`pivoter.controllers.drift`.
 """
 
 from __future__ import annotations
 
-import base64
-import contextlib
-import hashlib
-import json
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from pivoter.apis import rukpak
-from pivoter.controllers import bundlecontent, crdupgrade, drift, health
+from pivoter.controllers import drift, health
 from pivoter.controllers.bundle import BUNDLES, BundleReconciler, bundle_format_for
+from pivoter.controllers.bundlecontent import BundleContent
 from pivoter.controllers.conditions import (
     FALSE,
     TRUE,
@@ -41,26 +44,41 @@ from pivoter.controllers.conditions import (
     find,
     set_conditions,
 )
+from pivoter.controllers.contentapply import (
+    Applied,
+    InstallBlocked,
+    apply_content,
+    load_content,
+    where,
+)
+from pivoter.controllers.generatedbundles import (
+    KIND,
+    delete_other_bundles,
+    desired_bundle,
+    generated_bundle_name,
+    template_hash,
+)
 from pivoter.controllers.managedobjects import ManagedObjects
-from pivoter.kube import EventRecorder, Kube, KubeAPI, KubeError, NotFound, Resource
+from pivoter.kube import EventRecorder, Kube, KubeError, NotFound, Object, Resource
 from pivoter.kube.identities import Identities
 from pivoter.runtime.controller import Result
-from provisioners.apply.applier import Applier, ApplyError, Owner
-from provisioners.apply.hooks import HookRunner
-from provisioners.apply.objects import LABEL_OWNER_KIND, LABEL_OWNER_NAME, ObjectRef, ref_of
-from provisioners.crdsafety import UnsafeCRDChange
-from provisioners.errors import ProvisionerError
-from provisioners.store import BundleStore, StoreError
+from provisioners.apply.applier import Applier, Owner
+from provisioners.apply.objects import LABEL_OWNER_KIND, LABEL_OWNER_NAME, ObjectRef
+from provisioners.store import BundleStore
 
 __all__ = [
     "BUNDLE_DEPLOYMENTS",
     "DRIFT_REPORT",
     "FINALIZER",
+    "KIND",
     "REASON_DRIFT_CORRECTED",
     "REASON_DRIFT_DETECTED",
     "TYPE_DRIFTED",
     "BundleDeploymentReconciler",
+    "KeepOnDelete",
+    "KeptObjects",
     "generated_bundle_name",
+    "inventory_of",
     "template_hash",
 ]
 
@@ -70,8 +88,6 @@ BUNDLE_DEPLOYMENTS = Resource(
     rukpak.API_VERSION, "BundleDeployment", "bundledeployments", namespaced=False
 )
 FINALIZER = "core.rukpak.io/uninstall"
-MAX_GENERATED_BUNDLES = 4  # rukpak's ErrMaxGeneratedLimit
-KIND = "BundleDeployment"
 
 DRIFT_REPORT = "Report"  # spec.driftPolicy: report drift, leave it alone (default: Correct)
 TYPE_DRIFTED = "Drifted"  # pivoter's condition: True while reported drift remains
@@ -81,31 +97,21 @@ REASON_DRIFT_DETECTED = "DriftDetected"
 FINALIZING_RECHECK_SECONDS = 1.0
 
 
-def template_hash(template: Mapping[str, Any]) -> str:
-    """A stable hash of a BundleDeployment template (sha224, base32 lower-case, no padding)."""
-    canonical = json.dumps(template, sort_keys=True, separators=(",", ":")).encode()
-    digest = hashlib.sha224(canonical).digest()
-    return base64.b32encode(digest).decode().rstrip("=").lower()
+class KeptObjects(Protocol):
+    """Why a BundleDeployment being deleted leaves its objects, and who still wants them."""
+
+    @property
+    def message(self) -> str: ...
+
+    @property
+    def input(self) -> Object: ...
 
 
-def generated_bundle_name(bd_name: str, hash_: str) -> str:
-    """``<bd>-<hash>``, within the Bundle name limit (BundleDeployment names are at most 45)."""
-    room = rukpak.BUNDLE_NAME_MAX - len(bd_name) - 1
-    return f"{bd_name}-{hash_[: max(room, 6)]}"
-
-
-class InstallBlocked(Exception):
-    """The reconcile cannot go on; ``condition`` and ``reason`` say where it stopped."""
-
-    def __init__(
-        self, condition: str, reason: str, message: str, partial: list[ObjectRef] | None = None
-    ) -> None:
-        super().__init__(message)
-        self.condition = condition
-        self.reason = reason
-        self.partial = partial or []
-        """Objects a failed apply created before it stopped: added to the inventory, so that
-        the next successful apply (or the uninstall) prunes them."""
+KeepOnDelete = Callable[[Kube, Object], KeptObjects | None]
+"""Asked when a BundleDeployment is deleted: whether its objects stay, and why (None: uninstall
+them). The wiring passes :func:`pivoter.pivot.children.keep_on_delete` (a pivot input's child
+deleted by hand keeps its objects for the child the input re-creates); the controllers never
+import the pivot."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +171,8 @@ class BundleDeploymentReconciler:
     changed (and webhook certificates renewed)."""
     managed: ManagedObjects | None = None
     """Shared watches on the installed objects (set by the wiring); None: read the API."""
+    keep_on_delete: KeepOnDelete = field(kw_only=True)
+    """Whether a BundleDeployment being deleted keeps its objects (see :data:`KeepOnDelete`)."""
     _identities: Identities = field(init=False)
     _verified: dict[str, _Verified] = field(default_factory=dict)
     _pending_drift: dict[str, _PendingDrift] = field(default_factory=dict)
@@ -204,7 +212,7 @@ class BundleDeploymentReconciler:
         every path writes them, and the status, once (:meth:`_write_status`)."""
         status: dict[str, Any] = dict(bd.get("status") or {})
         try:
-            bundle = self._desired_bundle(bd)
+            bundle = desired_bundle(self.kube, bd)
         except KubeError as exc:
             failed = Condition(
                 rukpak.TYPE_HAS_VALID_BUNDLE,
@@ -234,7 +242,7 @@ class BundleDeploymentReconciler:
         healthy, failing = self._health(outcome)
         self._write_status(bd, status, [*found, healthy])
         if outcome.applied:
-            self._delete_other_bundles(bd, bundle_name)
+            delete_other_bundles(self.kube, bd["metadata"]["name"], bundle_name)
         if self.managed is not None:
             self.managed.track(outcome.refs)
         if outcome.wait:
@@ -288,7 +296,7 @@ class BundleDeploymentReconciler:
         if not failing:
             message = f"All {len(refs)} installed objects are healthy"
             return Condition(rukpak.TYPE_HEALTHY, TRUE, rukpak.REASON_HEALTHY, message), failing
-        message = "; ".join(f"{ref.kind} {_where(ref)}: {why}" for ref, why in failing[:10]) + (
+        message = "; ".join(f"{ref.kind} {where(ref)}: {why}" for ref, why in failing[:10]) + (
             f" (and {len(failing) - 10} more)" if len(failing) > 10 else ""
         )
         return Condition(rukpak.TYPE_HEALTHY, FALSE, rukpak.REASON_UNHEALTHY, message), failing
@@ -315,88 +323,61 @@ class BundleDeploymentReconciler:
             and status.get("inventory") is not None
         )
 
-    def _desired_bundle(self, bd: dict[str, Any]) -> dict[str, Any]:
-        name = bd["metadata"]["name"]
-        template = (bd.get("spec") or {}).get("template") or {}
-        hash_ = template_hash(template)
-        owned, _ = self.kube.list(
-            BUNDLES, label_selector=f"{LABEL_OWNER_KIND}={KIND},{LABEL_OWNER_NAME}={name}"
-        )
-        for bundle in owned:
-            if (bundle["metadata"].get("labels") or {}).get(rukpak.LABEL_TEMPLATE_HASH) == hash_[
-                :63
-            ]:
-                return bundle
-        if len(owned) >= MAX_GENERATED_BUNDLES:
-            raise KubeError(
-                429,
-                "TooManyBundles",
-                f"reached the maximum generated Bundle limit ({MAX_GENERATED_BUNDLES}); "
-                "earlier Bundles are deleted once a new one installs",
-            )
-        meta = template.get("metadata") or {}
-        labels = {
-            **(meta.get("labels") or {}),
-            LABEL_OWNER_KIND: KIND,
-            LABEL_OWNER_NAME: name,
-            rukpak.LABEL_TEMPLATE_HASH: hash_[:63],
-        }
-        body = {
-            "apiVersion": rukpak.API_VERSION,
-            "kind": "Bundle",
-            "metadata": {
-                "name": generated_bundle_name(name, hash_),
-                "labels": labels,
-                "annotations": meta.get("annotations") or {},
-                "ownerReferences": [
-                    {
-                        "apiVersion": rukpak.API_VERSION,
-                        "kind": KIND,
-                        "name": name,
-                        "uid": bd["metadata"]["uid"],
-                        "controller": True,
-                        "blockOwnerDeletion": True,
-                    }
-                ],
-            },
-            "spec": template.get("spec") or {},
-        }
-        created = self.kube.create(BUNDLES, body)
-        log.info("bundledeployment %s: generated Bundle %s", name, created["metadata"]["name"])
-        return created
+    # -- converge: install, upgrade, drift -----------------------------------------------------
 
     def _converge(self, bd: dict[str, Any], bundle: dict[str, Any], *, steady: bool) -> _Outcome:
         """Install or upgrade; in the steady state correct (or report) drift instead."""
-        name = bd["metadata"]["name"]
-        generation = int(bd["metadata"].get("generation") or 0)
         inventory = inventory_of(bd.get("status"))
-        if steady and self._unchanged(name, bundle["metadata"]["name"], generation, inventory):
+        if steady and self._unchanged(
+            bd["metadata"]["name"], bundle["metadata"]["name"], _generation(bd), inventory
+        ):
             return _Outcome(refs=inventory, applied=False)
-        spec = bd.get("spec") or {}
-        api = self._api_for(spec.get("serviceAccount"))
-        content = self._content(bd, bundle, api)
+        api = self._api_for((bd.get("spec") or {}).get("serviceAccount"))
+        content = load_content(self.store, bd, bundle, api)
         if not steady or content.rotated:
-            self._verified.pop(name, None)
-            refs, notes, live = self._apply(bd, bundle, api, content, run_hooks=not steady)
-            # A drift correction that failed half-way (e.g. a CRD gone mid-apply) and was
-            # retried as a plain apply is still reported as the correction it is.
-            pending = self._pending_drift.pop(name, None)
-            if pending is not None and not pending.matches(bundle["metadata"]["name"], generation):
-                pending = None
-            return _Outcome(
-                refs=refs,
-                applied=True,
-                live=live,
-                notes=notes + content.rotated,
-                report=pending.report if pending else None,
-                corrected=pending is not None,
-            )
-        owner = Owner(KIND, name)
+            # A new bundle or spec (hooks run), or renewed webhook certificates (they do not).
+            return self._apply_planned(bd, bundle, api, content, run_hooks=not steady)
+        report = self._detect_drift(bd, bundle, api, content)
+        return self._handle_drift(bd, bundle, api, content, report=report, inventory=inventory)
+
+    def _apply_planned(
+        self,
+        bd: dict[str, Any],
+        bundle: dict[str, Any],
+        api: Kube,
+        content: BundleContent,
+        *,
+        run_hooks: bool,
+    ) -> _Outcome:
+        """Apply a change someone asked for (install, upgrade, new spec, renewed certificates)."""
+        name = bd["metadata"]["name"]
+        self._verified.pop(name, None)
+        applied = self._apply(bd, bundle, api, content, run_hooks=run_hooks)
+        # A drift correction that failed half-way (e.g. a CRD gone mid-apply) and was
+        # retried as a plain apply is still reported as the correction it is.
+        pending = self._pending_drift.pop(name, None)
+        if pending is not None and not pending.matches(bundle["metadata"]["name"], _generation(bd)):
+            pending = None
+        return _Outcome(
+            refs=applied.refs,
+            applied=True,
+            live=applied.live,
+            notes=applied.notes + content.rotated,
+            report=pending.report if pending else None,
+            corrected=pending is not None,
+        )
+
+    def _detect_drift(
+        self, bd: dict[str, Any], bundle: dict[str, Any], api: Kube, content: BundleContent
+    ) -> drift.DriftReport:
+        """Compare the installed objects with ``content``; when all match, remember their
+        fingerprints (the next comparison skips them, :meth:`_unchanged` skips it all)."""
+        name = bd["metadata"]["name"]
+        bundle_name = bundle["metadata"]["name"]
+        generation = _generation(bd)
         verified = self._verified.get(name)
         known = (
-            verified.versions
-            if verified and verified.matches(bundle["metadata"]["name"], generation)
-            else None
+            verified.versions if verified and verified.matches(bundle_name, generation) else None
         )
         try:
             report = drift.detect(
@@ -404,37 +385,57 @@ class BundleDeploymentReconciler:
                 content.objects,
                 owner_kind=KIND,
                 owner_name=name,
-                field_manager=owner.field_manager,
+                field_manager=Owner(KIND, name).field_manager,
                 known=known,
             )
         except KubeError as exc:
             raise InstallBlocked(
                 rukpak.TYPE_INSTALLED,
                 rukpak.REASON_UPGRADE_FAILED,
-                f"Failed to compare the installed objects with bundle "
-                f"{bundle['metadata']['name']}: {exc}",
+                f"Failed to compare the installed objects with bundle {bundle_name}: {exc}",
             ) from exc
-        if not report.drifts:
+        if report.drifts:
+            self._verified.pop(name, None)
+        else:
             self._verified[name] = _Verified(
-                bundle["metadata"]["name"], generation, report.matching, time.monotonic()
+                bundle_name, generation, report.matching, time.monotonic()
             )
+        return report
+
+    def _handle_drift(
+        self,
+        bd: dict[str, Any],
+        bundle: dict[str, Any],
+        api: Kube,
+        content: BundleContent,
+        *,
+        report: drift.DriftReport,
+        inventory: list[ObjectRef],
+    ) -> _Outcome:
+        """What ``report`` calls for: nothing (no drift), a report (``driftPolicy: Report``), a
+        wait for an object still being deleted, or a correction (an apply without hooks)."""
+        if not report.drifts:
             return _Outcome(refs=inventory, applied=False)
-        self._verified.pop(name, None)
-        if spec.get("driftPolicy") == DRIFT_REPORT:
+        if (bd.get("spec") or {}).get("driftPolicy") == DRIFT_REPORT:
             return _Outcome(refs=inventory, applied=False, report=report)
         if report.finalizing:
             # Applying now would write to an object about to vanish; its deletion queues the
             # next reconcile (and the requeue is a safety net).
             return _Outcome(refs=inventory, applied=False, wait=True)
         try:
-            refs, notes, live = self._apply(bd, bundle, api, content, run_hooks=False)
+            applied = self._apply(bd, bundle, api, content, run_hooks=False)
         except InstallBlocked:
-            self._pending_drift[name] = _PendingDrift(
-                bundle["metadata"]["name"], generation, report
+            self._pending_drift[bd["metadata"]["name"]] = _PendingDrift(
+                bundle["metadata"]["name"], _generation(bd), report
             )
             raise
         return _Outcome(
-            refs=refs, applied=True, notes=notes, report=report, corrected=True, live=live
+            refs=applied.refs,
+            applied=True,
+            notes=applied.notes,
+            report=report,
+            corrected=True,
+            live=applied.live,
         )
 
     def _unchanged(
@@ -459,82 +460,28 @@ class BundleDeploymentReconciler:
                 return False
         return True
 
-    def _content(
-        self, bd: dict[str, Any], bundle: dict[str, Any], api: KubeAPI
-    ) -> bundlecontent.BundleContent:
-        spec = bd.get("spec") or {}
-        bundle_format = bundle_format_for(str(spec.get("provisionerClassName")))
-        assert bundle_format is not None  # checked by reconcile
-        try:
-            stored = self.store.get(str(bundle["status"]["digest"]))
-            return bundlecontent.convert(bundle_format, stored.path, spec.get("config") or {}, api)
-        except (StoreError, ProvisionerError) as exc:
-            raise InstallBlocked(
-                rukpak.TYPE_HAS_VALID_BUNDLE,
-                rukpak.REASON_BUNDLE_LOAD_FAILED,
-                f"Failed to load the {bundle['metadata']['name']} Bundle: {exc}",
-            ) from exc
-
     def _apply(
         self,
         bd: dict[str, Any],
         bundle: dict[str, Any],
-        api: KubeAPI,
-        content: bundlecontent.BundleContent,
+        api: Kube,
+        content: BundleContent,
         *,
-        run_hooks: bool = True,
-    ) -> tuple[list[ObjectRef], list[str], dict[ObjectRef, dict[str, Any]]]:
-        """Apply ``content`` and prune what it dropped; with ``run_hooks`` (an install or an
-        upgrade, not a drift correction) its hooks run before and after. Returns the installed
-        objects, notes for the ``Installed`` message, and the objects as applied."""
-        spec = bd.get("spec") or {}
-        name = bd["metadata"]["name"]
-        bundle_name = bundle["metadata"]["name"]
-        applier = Applier(api, Owner(KIND, name))
-        hooks = HookRunner(applier) if run_hooks and content.hooks else None
-        previous = inventory_of(bd.get("status"))
-        upgrading = bool((bd.get("status") or {}).get("activeBundle"))
-        safety = ((spec.get("preflight") or {}).get("crdUpgradeSafety") or {}).get("disabled")
-
-        def blocked(exc: Exception, partial: list[ObjectRef] | None = None) -> InstallBlocked:
-            return InstallBlocked(
-                rukpak.TYPE_INSTALLED,
-                rukpak.REASON_UPGRADE_FAILED if upgrading else rukpak.REASON_INSTALL_FAILED,
-                f"Failed to {'upgrade to' if upgrading else 'install'} bundle {bundle_name}: {exc}",
-                partial=partial,
-            )
-
-        try:
-            migrated = crdupgrade.preflight(api, content.objects, disabled=bool(safety))
-            adopt = bool(spec.get("adoptExisting"))
-            if spec.get("serviceAccount"):
-                # A dry run first: the API server authorizes every object as the service
-                # account, so a missing right fails the install before anything is created.
-                applier.apply(content.objects, adopt=adopt, dry_run=True, owned=previous)
-            event = "upgrade" if upgrading else "install"
-            ran = hooks.run(content.hooks, f"pre-{event}") if hooks else []
-            try:
-                result = applier.apply(content.objects, adopt=adopt, owned=previous)
-            except ApplyError as exc:
-                raise blocked(exc, partial=exc.applied) from exc
-            refs = [ref_of(obj) for obj in content.objects]
-            pruned = applier.prune(
-                previous, refs, crd_policy=str(spec.get("crdDeletionPolicy") or "Keep")
-            )
-            try:
-                ran += hooks.run(content.hooks, f"post-{event}") if hooks else []
-            except ApplyError as exc:  # the objects are applied: record them
-                raise blocked(exc, partial=refs) from exc
-        except (ApplyError, KubeError, UnsafeCRDChange) as exc:
-            raise blocked(exc) from exc
-        for warning in result.warnings:
+        run_hooks: bool,
+    ) -> Applied:
+        """:func:`~pivoter.controllers.contentapply.apply_content` over the inventory; the API
+        server's warnings become Warning Events."""
+        applied = apply_content(
+            api,
+            bd,
+            bundle["metadata"]["name"],
+            content,
+            previous=inventory_of(bd.get("status")),
+            run_hooks=run_hooks,
+        )
+        for warning in applied.warnings:
             self._warn(bd, "APIServerWarning", warning)
-        notes = [*content.notes, *migrated, *ran]
-        if pruned.deleted:
-            notes.append(f"pruned {len(pruned.deleted)} objects the bundle no longer has")
-        for ref, why in pruned.kept:
-            notes.append(f"kept {ref.kind} {_where(ref)}: {why}")
-        return refs, notes, result.objects
+        return applied
 
     # -- drift -------------------------------------------------------------------------------
 
@@ -567,49 +514,53 @@ class BundleDeploymentReconciler:
 
     # -- identities --------------------------------------------------------------------------
 
-    def _api_for(self, service_account: Mapping[str, Any] | None) -> KubeAPI:
+    def _api_for(self, service_account: Mapping[str, Any] | None) -> Kube:
         """The daemon's own API access, or one that impersonates the named service account."""
         return self._identities.api_for(service_account)
 
     # -- deletion ----------------------------------------------------------------------------
 
     def _finalize(self, bd: dict[str, Any]) -> None:
+        """The uninstall finalizer: the objects stay when :attr:`keep_on_delete` says so, else
+        they are uninstalled; then the finalizer goes."""
         metadata = bd["metadata"]
         if FINALIZER not in (metadata.get("finalizers") or []):
             return
-        # Imported here: pivoter.pivot builds on this module. A pivot input's own child that
-        # someone else deleted while the input still wants it keeps its objects for the child
-        # the input re-creates (docs/pivot.md, "A child deleted by hand").
-        from pivoter.pivot.children import keep_on_delete
-
-        kept = keep_on_delete(self.kube, bd)
-        if kept is not None:
-            if self.recorder is not None:
-                self.recorder.normal(bd, "ObjectsKept", "Delete", kept.message)
-                self.recorder.normal(kept.input, "ObjectsKept", "Delete", kept.message)
-            self.kube.set_finalizers(
-                BUNDLE_DEPLOYMENTS, bd, [f for f in metadata["finalizers"] if f != FINALIZER]
-            )
-            log.info("bundledeployment %s: %s", metadata["name"], kept.message)
-            return
-        spec = bd.get("spec") or {}
-        inventory = inventory_of(bd.get("status"))
-        applier = Applier(self._api_for(spec.get("serviceAccount")), Owner(KIND, metadata["name"]))
-        pruned = applier.prune(
-            inventory, [], crd_policy=str(spec.get("crdDeletionPolicy") or "Keep")
-        )
-        for ref, why in pruned.kept:
-            self._warn(bd, "ObjectKept", f"kept {ref.kind} {_where(ref)} on deletion: {why}")
-            self._orphan(ref)
+        note = self._kept(bd)
+        if note is None:
+            note = self._uninstall(bd)
         self.kube.set_finalizers(
             BUNDLE_DEPLOYMENTS, bd, [f for f in metadata["finalizers"] if f != FINALIZER]
         )
-        log.info(
-            "bundledeployment %s: uninstalled %d objects, kept %d",
-            metadata["name"],
-            len(pruned.deleted),
-            len(pruned.kept),
+        log.info("bundledeployment %s: %s", metadata["name"], note)
+
+    def _kept(self, bd: dict[str, Any]) -> str | None:
+        """Why ``bd``'s objects stay (an Event on it and on the input that wants them), or None
+        (docs/pivot.md, "A child deleted by hand")."""
+        kept = self.keep_on_delete(self.kube, bd)
+        if kept is None:
+            return None
+        if self.recorder is not None:
+            self.recorder.normal(bd, "ObjectsKept", "Delete", kept.message)
+            self.recorder.normal(kept.input, "ObjectsKept", "Delete", kept.message)
+        return kept.message
+
+    def _uninstall(self, bd: dict[str, Any]) -> str:
+        """Delete every installed object, as the service account; objects kept by policy (CRDs
+        with custom resources) are orphaned with a Warning Event. Returns what it did."""
+        spec = bd.get("spec") or {}
+        applier = Applier(
+            self._api_for(spec.get("serviceAccount")), Owner(KIND, bd["metadata"]["name"])
         )
+        pruned = applier.prune(
+            inventory_of(bd.get("status")),
+            [],
+            crd_policy=str(spec.get("crdDeletionPolicy") or "Keep"),
+        )
+        for ref, why in pruned.kept:
+            self._warn(bd, "ObjectKept", f"kept {ref.kind} {where(ref)} on deletion: {why}")
+            self._orphan(ref)
+        return f"uninstalled {len(pruned.deleted)} objects, kept {len(pruned.kept)}"
 
     def _orphan(self, ref: ObjectRef) -> None:
         """Drop the owner labels of an object left behind, so no owner claims it any more."""
@@ -627,24 +578,13 @@ class BundleDeploymentReconciler:
     ) -> None:
         """Write ``status`` with the conditions ``found`` in this pass set over the current
         ones (no write when nothing changed)."""
-        generation = int(bd["metadata"].get("generation") or 0)
+        generation = _generation(bd)
         conditions = [dict(c) for c in status.get("conditions") or []]
         set_conditions(conditions, found, generation=generation)
         new = {**status, "conditions": conditions, "observedGeneration": generation}
         if new == bd.get("status"):
             return  # nothing changed: no write, no watch event
         self.kube.patch_status(BUNDLE_DEPLOYMENTS, bd["metadata"]["name"], new)
-
-    def _delete_other_bundles(self, bd: dict[str, Any], keep: str) -> None:
-        name = bd["metadata"]["name"]
-        owned, _ = self.kube.list(
-            BUNDLES, label_selector=f"{LABEL_OWNER_KIND}={KIND},{LABEL_OWNER_NAME}={name}"
-        )
-        for bundle in owned:
-            other = bundle["metadata"]["name"]
-            if other != keep:
-                with contextlib.suppress(NotFound):
-                    self.kube.delete(BUNDLES, other)
 
     def _warn(self, bd: dict[str, Any], reason: str, note: str) -> None:
         log.warning("bundledeployment %s: %s: %s", bd["metadata"]["name"], reason, note)
@@ -698,5 +638,5 @@ def _installed(status: dict[str, Any], bundle_name: str, outcome: _Outcome) -> l
     ]
 
 
-def _where(ref: ObjectRef) -> str:
-    return f"{ref.namespace}/{ref.name}" if ref.namespace else ref.name
+def _generation(bd: Mapping[str, Any]) -> int:
+    return int(bd["metadata"].get("generation") or 0)

@@ -18,7 +18,7 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pivoter.kube import MERGE_PATCH, Conflict, KubeAPI, NotFound
+from pivoter.kube import Conflict, Kube, KubeAPI, NotFound, Resource
 from provisioners.apply.objects import CRD_KIND
 from provisioners.crdsafety import (
     UnsafeCRDChange,
@@ -31,10 +31,13 @@ __all__ = ["preflight"]
 log = logging.getLogger(__name__)
 
 _CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+CRDS = Resource(
+    "apiextensions.k8s.io/v1", "CustomResourceDefinition", "customresourcedefinitions", False
+)
 
 
 def preflight(
-    api: KubeAPI, objects: Iterable[Mapping[str, Any]], *, disabled: bool = False
+    api: Kube, objects: Iterable[Mapping[str, Any]], *, disabled: bool = False
 ) -> list[str]:
     """Check every CRD among ``objects`` against its live version; return notes on migrations
     done, or raise :class:`UnsafeCRDChange`."""
@@ -61,12 +64,7 @@ def preflight(
         storage = _storage_version(live)
         if storage in after and not check_crd_upgrade(migrated, new, has_objects=has_objects):
             rewritten = _rewrite_objects(api, live, storage)
-            api.request(
-                "PATCH",
-                f"{_CRDS}/{name}/status",
-                body={"status": {"storedVersions": after}},
-                content_type=MERGE_PATCH,
-            )
+            api.patch_status(CRDS, name, {"storedVersions": after})
             stored = (live.get("status") or {}).get("storedVersions")
             notes.append(
                 f"migrated CustomResourceDefinition {name}: rewrote {rewritten} objects in "

@@ -13,7 +13,11 @@ from pathlib import Path
 
 from pivoter.apis import rukpak
 from pivoter.controllers.bundle import BUNDLES, BundleReconciler
-from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS, BundleDeploymentReconciler
+from pivoter.controllers.bundledeployment import (
+    BUNDLE_DEPLOYMENTS,
+    BundleDeploymentReconciler,
+    KeepOnDelete,
+)
 from pivoter.controllers.managedobjects import ManagedObjects
 from pivoter.kube import EventRecorder, Object
 from pivoter.runtime.manager import Manager
@@ -35,13 +39,16 @@ def setup(
     *,
     store_dir: Path,
     namespace: str,
+    keep_on_delete: KeepOnDelete,
     content_url_base: str = "",
     recorder: EventRecorder | None = None,
     workers: int = 2,
     health_interval_seconds: float = 10.0,
     full_check_interval_seconds: float = 600.0,
 ) -> BundleReconciler:
-    """Register the Bundle and BundleDeployment controllers; return the Bundle reconciler."""
+    """Register the Bundle and BundleDeployment controllers; return the Bundle reconciler.
+    ``keep_on_delete`` is asked whether a deleted BundleDeployment keeps its objects (the daemon
+    passes :func:`pivoter.pivot.children.keep_on_delete`)."""
     store = BundleStore(store_dir)
     bundles = BundleReconciler(
         manager.kube, store, system_namespace=namespace, content_url_base=content_url_base
@@ -53,6 +60,7 @@ def setup(
         recorder=recorder,
         health_interval_seconds=health_interval_seconds,
         full_check_interval_seconds=full_check_interval_seconds,
+        keep_on_delete=keep_on_delete,
     )
     bundle_informer = manager.informer_for(BUNDLES)
     bundle_controller = manager.controller("bundles", bundles.reconcile, workers=workers)

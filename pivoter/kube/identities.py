@@ -3,7 +3,7 @@ identity, kept for the life of the process.
 
 Who installs a bundle is who the API server authorizes: the BundleDeployment controller applies
 as the BundleDeployment's ``spec.serviceAccount``, and the grouped pivot's dry run checks as the
-same identity (:mod:`pivoter.pivot.prepare`). Each identity has its own :class:`KubeAPI`, so its
+same identity (:mod:`pivoter.pivot.prepare`). Each identity has its own :class:`Kube`, so its
 discovery cache is its own too.
 """
 
@@ -16,7 +16,6 @@ from typing import Any
 from kubernetes.client import ApiClient
 
 from pivoter.kube.client import Kube
-from provisioners.apply.kubeapi import KubeAPI
 
 __all__ = ["Identities", "service_account_user"]
 
@@ -29,14 +28,14 @@ def service_account_user(service_account: Mapping[str, Any] | None) -> str:
 
 
 class Identities:
-    """A :class:`KubeAPI` per identity, built from the daemon's own client configuration."""
+    """A :class:`Kube` per identity, built from the daemon's own client configuration."""
 
     def __init__(self, kube: Kube) -> None:
         self._configuration = kube.api_client.configuration
-        self._apis: dict[str, KubeAPI] = {}
+        self._apis: dict[str, Kube] = {}
         self._lock = threading.Lock()
 
-    def api_for(self, service_account: Mapping[str, Any] | None) -> KubeAPI:
+    def api_for(self, service_account: Mapping[str, Any] | None) -> Kube:
         """The daemon's own access (``None``), or one impersonating the service account."""
         user = service_account_user(service_account)
         with self._lock:
@@ -46,5 +45,5 @@ class Identities:
                 if user:
                     # The API server adds the service account's groups when none are given.
                     client.set_default_header("Impersonate-User", user)  # type: ignore[no-untyped-call]
-                api = self._apis[user] = KubeAPI(client)
+                api = self._apis[user] = Kube(client)
             return api

@@ -17,6 +17,7 @@ import pytest
 from pivoter.controllers.bundle import BUNDLES, BundleReconciler
 from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS, BundleDeploymentReconciler
 from pivoter.kube import Kube, NotFound
+from pivoter.pivot import keep_on_delete
 from provisioners.store import BundleStore
 from tests.cluster import TestCluster, session_labels, unique_name, wait_for
 
@@ -157,7 +158,9 @@ def harness(
     kube = Kube(api_client)
     store = BundleStore(tmp_path / "store")
     bundles = BundleReconciler(kube, store, system_namespace=namespace, gc_grace_seconds=0)
-    deployments = BundleDeploymentReconciler(kube, store, bundles, health_interval_seconds=1)
+    deployments = BundleDeploymentReconciler(
+        kube, store, bundles, health_interval_seconds=1, keep_on_delete=keep_on_delete
+    )
     yield Harness(kube, store, namespace, bundles, deployments)
     for bd in kube.list(BUNDLE_DEPLOYMENTS)[0]:
         if (bd["metadata"].get("labels") or {}).get("test.pivoter.io/session"):

@@ -20,6 +20,7 @@ import yaml
 from pivoter.controllers import provisioning
 from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS
 from pivoter.kube import EventRecorder, Kube, NotFound, Resource, load_client
+from pivoter.pivot import keep_on_delete
 from pivoter.runtime.manager import Manager
 from tests.polling import wait_for
 
@@ -180,6 +181,7 @@ def running_pivoter(
         manager,
         store_dir=store_dir,
         namespace=system_namespace,
+        keep_on_delete=keep_on_delete,
         recorder=recorder,
         health_interval_seconds=health_interval_seconds,
     )

@@ -42,6 +42,7 @@ from cryptography.hazmat.primitives.serialization import Encoding
 
 from pivoter.controllers import provisioning
 from pivoter.kube import EventRecorder, Forbidden, Kube, KubeError, Resource, load_client
+from pivoter.pivot import keep_on_delete
 from pivoter.runtime.manager import Manager
 from tests.cluster import TestCluster, session_labels, unique_name, wait_for
 from tests.drift.running import Pivoter
@@ -84,6 +85,7 @@ def pivoter(
         manager,
         store_dir=tmp_path / "store",
         namespace=namespace,
+        keep_on_delete=keep_on_delete,
         recorder=recorder,
         health_interval_seconds=1.0,
         full_check_interval_seconds=2.0,

@@ -24,7 +24,7 @@ from pivoter.controllers import provisioning
 from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS
 from pivoter.kube import Kube, NotFound, load_client
 from pivoter.kube.identities import Identities
-from pivoter.pivot import Preparer
+from pivoter.pivot import Preparer, keep_on_delete
 from pivoter.platformoperators import PLATFORM_OPERATORS
 from pivoter.resolutions import RESOLUTIONS, InputReconciler
 from pivoter.resolvesets import RevisionStore
@@ -255,7 +255,9 @@ def env(
         settings=SourceSettings(workdir=tmp_path / "work", timeout=3.0, deadline=20.0),
         read_olm=False,
     )
-    bundles = provisioning.setup(manager, store_dir=tmp_path / "store", namespace=namespace)
+    bundles = provisioning.setup(
+        manager, store_dir=tmp_path / "store", namespace=namespace, keep_on_delete=keep_on_delete
+    )
     store = resolvesets.setup(manager, namespace=namespace)
     preparer = Preparer(kube, bundles, Identities(kube))
     reconciler = resolutions.setup(manager, cache=cache, store=store, preparer=preparer)
