@@ -85,18 +85,62 @@ def _placeholder(text: str, slow: list[str]) -> str:
     return f"\x00{len(slow) - 1}\x00"
 
 
+# A prefix of orjson's text made only of strings, integers, literals and punctuation. When it is
+# not the whole text, a number with a fraction or an exponent (a float: Go may write it
+# differently) is where it stops. Possessive quantifiers: one pass, no backtracking.
+_NO_FLOATS = re.compile(r'(?:[^"0-9-]++|"(?:[^"\\]++|\\.)*+"|-?[0-9]++(?![0-9.eE]))*+')
+
+# Every type orjson would write by itself but Go (or :func:`_normalize`) would not goes to
+# ``default``, which refuses it: such values take the slow path.
+_FAST_OPTIONS = (
+    orjson.OPT_STRICT_INTEGER  # integers beyond 2**53 - 1: Go writes them as float64
+    | orjson.OPT_PASSTHROUGH_DATACLASS
+    | orjson.OPT_PASSTHROUGH_DATETIME
+    | orjson.OPT_PASSTHROUGH_SUBCLASS
+)
+
+# Scanning costs about as much per character as copying costs per 30 characters of a value made
+# of small strings (measured on the shared catalogs); above this many characters per quote the
+# copy in :func:`_normalize` is cheaper.
+_SPARSE = 32
+
+
+def _refuse(value: Any) -> Any:
+    raise TypeError(type(value).__name__)
+
+
+def _fast(value: Any, option: int) -> str | None:
+    """orjson's text when it is already Go's (no floats, big integers or odd types), else None.
+
+    Catalog values hold no NaN or infinity (the loader refuses them), which orjson would write
+    as null.
+    """
+    try:
+        text = orjson.dumps(value, default=_refuse, option=option | _FAST_OPTIONS).decode()
+    except orjson.JSONEncodeError:
+        return None
+    if len(text) > _SPARSE * text.count('"'):
+        return None  # few, long strings (base64 data): the copy is cheaper than the scan
+    match = _NO_FLOATS.match(text)
+    return text if match is not None and match.end() == len(text) else None
+
+
 def dumps(value: Any, *, escape_html: bool = False, sort_keys: bool = True) -> str:
     """Return ``value`` as compact JSON text identical to Go's encoding of a decoded map.
 
     ``escape_html`` writes ``<``, ``>`` and ``&`` as ``\\u003c``... as ``json.Marshal`` does by
     default (catalogd turns that off; opm's inline objects and synthesized CSVs keep it).
     ``sort_keys=False`` keeps the dicts' own order (for values standing in for Go structs).
+    Most values (no floats) are written by orjson in one call; the others are copied with their
+    numbers replaced by Go's text first.
     """
-    slow: list[str] = []
     option = orjson.OPT_SORT_KEYS if sort_keys else 0
-    text = orjson.dumps(_normalize(value, slow), option=option).decode()
-    for i, number in enumerate(slow):
-        text = text.replace(f'"\\u0000{i}\\u0000"', number, 1)
+    text = _fast(value, option)
+    if text is None:
+        slow: list[str] = []
+        text = orjson.dumps(_normalize(value, slow), option=option).decode()
+        for i, number in enumerate(slow):
+            text = text.replace(f'"\\u0000{i}\\u0000"', number, 1)
     text = _fix_escapes(text)
     if escape_html:
         text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")

@@ -54,7 +54,6 @@ def _generic_handler(service: str, servicer: object) -> grpc.GenericRpcHandler[A
     handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
     for method in descriptor.methods:
         request = _message_class(method.input_type.full_name)
-        response = _message_class(method.output_type.full_name)
         make = (
             grpc.unary_stream_rpc_method_handler
             if method.server_streaming
@@ -63,9 +62,16 @@ def _generic_handler(service: str, servicer: object) -> grpc.GenericRpcHandler[A
         handlers[method.name] = make(
             getattr(servicer, method.name),
             request_deserializer=request.FromString,
-            response_serializer=response.SerializeToString,
+            response_serializer=_serialize,
         )
     return grpc.method_handlers_generic_handler(descriptor.full_name, handlers)
+
+
+def _serialize(message: Any) -> bytes:
+    """A message's wire form; answers the view holds already serialized pass as they are."""
+    if type(message) is bytes:
+        return message
+    return bytes(message.SerializeToString())
 
 
 def _message_class(full_name: str) -> Any:
@@ -164,8 +170,8 @@ class RegistryServicer:
             _unknown(context, err)
             raise
 
-    def ListBundles(self, request: api.ListBundlesRequest, context: Any) -> Iterator[api.Bundle]:
-        """Stream every (package, channel, bundle)."""
+    def ListBundles(self, request: api.ListBundlesRequest, context: Any) -> Iterator[bytes]:
+        """Stream every (package, channel, bundle), serialized ahead."""
         yield from self._view().list_bundles()
 
 

@@ -5,8 +5,15 @@ servicer (:mod:`pivoter.catalogserver.grpc`). The semantics follow operator-regi
 server (``pkg/cache/pkgs.go``, ``pkg/cache/cache.go``, ``pkg/api/model_to_api.go`` at v1.73.0):
 one ``api.Bundle`` per (package, channel, bundle), ``replaces``/``skips`` trimmed on single-bundle
 answers, ``csvJson``/``object`` blanked in ``ListBundles`` when the bundle has an image, property
-values as Go re-encodes them. Messages are built on demand so that a large catalog is held once
-(as the model), not twice.
+values as Go re-encodes them.
+
+What every answer needs is built once per catalog: the bundle-level part of each ``api.Bundle``
+(names, APIs, properties and dependencies as Go re-encodes them), serialized; every ``ListBundles``
+message of a bundle with an image (about 1 MiB for the largest shared catalog); and indexes of
+the entries that replace a name and of the bundles that provide a GVK. A call then copies a few
+fields into a message instead of encoding properties again or scanning the catalog. Inline
+manifests (``csvJson``, ``object``) are still built on demand so that they are held once (in the
+model), not twice.
 """
 
 from __future__ import annotations
@@ -19,7 +26,6 @@ from google.protobuf import struct_pb2
 
 from pivoter.catalogserver import gojson
 from pivoter.catalogserver.csv import synthesize_csv
-from resolver import safedata
 from resolver.catalog import model
 from resolver.catalog.registryapi import registry_pb2 as api
 
@@ -113,13 +119,52 @@ class RegistryView:
             package = meta.package
             if _valid_meta_key(meta.schema) and (not package or _valid_meta_key(package)):
                 self._metas.setdefault((meta.schema, package), []).append(meta)
-        # ListBundles streams in opm's cache key order: (channel, package, bundle).
-        self._bundle_keys = sorted(
-            (ch.name, pkg.name, name)
-            for pkg in self.packages.values()
-            for ch in pkg.channels.values()
-            for name in ch.entries
-        )
+        # The bundle-level fields of each bundle's api.Bundle, serialized once.
+        self._bases: dict[tuple[str, str], bytes] = {}
+        for b in catalog.bundles:
+            key = (b.package, b.name)
+            if key not in self._bases:  # a repeated name: the first, as catalog.bundle() does
+                message = bundle_base(b, self._bundle_deprecations.get(key))
+                self._bases[key] = message.SerializeToString()
+        self._replacing: dict[str, list[tuple[PackageView, ChannelView, model.ChannelEntry]]] = {}
+        self._providers: dict[model.GVK, list[tuple[PackageView, ChannelView, str]]] = {}
+        self._latest_providers: dict[model.GVK, list[tuple[PackageView, ChannelView]]] = {}
+        self._index_entries()
+        # ListBundles streams in opm's cache key order: (channel, package, bundle); the messages
+        # of bundles with an image are small and serialized here, the others (with manifests)
+        # are built when asked.
+        self._listed: list[bytes | tuple[str, str, str]] = []
+        for channel_name, package, name in sorted(
+            (c.name, p.name, n)
+            for p in self.packages.values()
+            for c in p.channels.values()
+            for n in c.entries
+        ):
+            found = catalog.bundle(package, name)
+            if found is not None and found.image:
+                member = self.packages[package].channels[channel_name]
+                listed = self._api_bundle(package, member, name, trim=False, for_list=True)
+                self._listed.append(listed.SerializeToString())
+            else:
+                self._listed.append((channel_name, package, name))
+
+    def _index_entries(self) -> None:
+        """Index entries by the names they replace or skip, and bundles by the GVKs they provide,
+        in the order the RPCs answer (package, channel, entry order of the catalog)."""
+        for pkg in self.packages.values():
+            for ch in pkg.channels.values():
+                for entry in ch.entries.values():
+                    self._replacing.setdefault(entry.replaces, []).append((pkg, ch, entry))
+                    for skip in entry.skips:
+                        if skip != entry.replaces:
+                            self._replacing.setdefault(skip, []).append((pkg, ch, entry))
+                    found = self.catalog.bundle(pkg.name, entry.name)
+                    if found is None:
+                        continue
+                    for gvk in dict.fromkeys(found.provided_apis):
+                        self._providers.setdefault(gvk, []).append((pkg, ch, entry.name))
+                        if entry.name == ch.head:
+                            self._latest_providers.setdefault(gvk, []).append((pkg, ch))
 
     # -- lookups shared by the RPCs -------------------------------------------------------------
 
@@ -148,22 +193,20 @@ class RegistryView:
     def _api_bundle(
         self, package: str, ch: ChannelView, name: str, *, trim: bool, for_list: bool = False
     ) -> api.Bundle:
+        base = self._bases.get((package, name))
         found = self.catalog.bundle(package, name)
-        if found is None:  # validation guarantees every entry has a bundle
+        if base is None or found is None:  # validation guarantees every entry has a bundle
             raise RegistryError(f"package {_q(package)}, bundle {_q(name)} not found")
         entry = ch.entries[name]
-        message = to_api_bundle(
-            found,
-            self.catalog.package(package),
-            channel=ch.name,
-            entry=entry,
-            deprecation=self._bundle_deprecations.get((package, name)),
-            # ListBundles blanks the manifests of bundles with an image: do not build them.
-            with_manifests=not (for_list and found.image),
-        )
-        if trim:
-            message.replaces = ""
-            del message.skips[:]
+        message = api.Bundle.FromString(base)
+        message.channelName = ch.name
+        message.skipRange = entry.skip_range
+        if not trim:
+            message.replaces = entry.replaces
+            message.skips.extend(entry.skips)
+        # ListBundles blanks the manifests of bundles with an image: do not build them.
+        if not (for_list and found.image):
+            add_manifests(message, found, self.catalog.package(package))
         return message
 
     # -- the RPCs -------------------------------------------------------------------------------
@@ -184,11 +227,17 @@ class RegistryView:
             message.deprecation.message = pkg.deprecation
         return message
 
-    def list_bundles(self) -> Iterator[api.Bundle]:
-        """Every (package, channel, bundle), untrimmed, in opm's order (``ListBundles``)."""
-        for channel, package, name in self._bundle_keys:
-            ch = self.packages[package].channels[channel]
-            yield self._api_bundle(package, ch, name, trim=False, for_list=True)
+    def list_bundles(self) -> Iterator[bytes]:
+        """Every (package, channel, bundle), untrimmed, in opm's order (``ListBundles``), each
+        an ``api.Bundle`` serialized."""
+        for item in self._listed:
+            if isinstance(item, bytes):
+                yield item
+            else:
+                channel, package, name = item
+                ch = self.packages[package].channels[channel]
+                message = self._api_bundle(package, ch, name, trim=False, for_list=True)
+                yield message.SerializeToString()
 
     def bundle_for_channel(self, package: str, channel: str) -> api.Bundle:
         """The head of a channel (``GetBundleForChannel``)."""
@@ -198,13 +247,8 @@ class RegistryView:
     def entries_that_replace(self, name: str) -> list[api.ChannelEntry]:
         """Every entry whose replaces or skips names ``name`` (``GetChannelEntriesThatReplace``)."""
         out: list[api.ChannelEntry] = []
-        for pkg in self.packages.values():
-            for ch in pkg.channels.values():
-                for entry in ch.entries.values():
-                    message = _entry(pkg.name, ch.name, entry.name, entry.replaces)
-                    if entry.replaces == name:
-                        out.append(message)
-                    out.extend(message for s in entry.skips if s == name and s != entry.replaces)
+        for pkg, ch, entry in self._replacing.get(name, ()):
+            out.append(_entry(pkg.name, ch.name, entry.name, entry.replaces))
         if not out:
             raise RegistryError(f"no channel entries found that replace {name}")
         return out
@@ -222,10 +266,6 @@ class RegistryView:
                 return self._api_bundle(package, ch, entry.name, trim=True)
         raise RegistryError(f"no entry found for package {_q(package)}, channel {_q(channel)}")
 
-    def _provides(self, package: str, name: str, gvk: model.GVK) -> bool:
-        found = self.catalog.bundle(package, name)
-        return found is not None and gvk in found.provided_apis
-
     def _entries_for(
         self, pkg: PackageView, ch: ChannelView, name: str, *, any_channel: bool
     ) -> list[api.ChannelEntry]:
@@ -242,11 +282,8 @@ class RegistryView:
         """Entries (plus one per skip) of bundles providing ``gvk``
         (``GetChannelEntriesThatProvide``; the plural is ignored, as opm does)."""
         out: list[api.ChannelEntry] = []
-        for pkg in self.packages.values():
-            for ch in pkg.channels.values():
-                for name in ch.entries:
-                    if self._provides(pkg.name, name, gvk):
-                        out.extend(self._entries_for(pkg, ch, name, any_channel=True))
+        for pkg, ch, name in self._providers.get(gvk, ()):
+            out.extend(self._entries_for(pkg, ch, name, any_channel=True))
         if not out:
             raise RegistryError(f"no channel entries found that provide {_gvk_text(gvk)}")
         return out
@@ -255,10 +292,8 @@ class RegistryView:
         """Like :meth:`entries_that_provide` for channel heads only
         (``GetLatestChannelEntriesThatProvide``)."""
         out: list[api.ChannelEntry] = []
-        for pkg in self.packages.values():
-            for ch in pkg.channels.values():
-                if self._provides(pkg.name, ch.head, gvk):
-                    out.extend(self._entries_for(pkg, ch, ch.head, any_channel=False))
+        for pkg, ch in self._latest_providers.get(gvk, ()):
+            out.extend(self._entries_for(pkg, ch, ch.head, any_channel=False))
         if not out:
             raise RegistryError(f"no channel entries found that provide {_gvk_text(gvk)}")
         return out
@@ -320,15 +355,23 @@ def to_api_bundle(
     ``with_manifests=False`` leaves ``csvJson`` and ``object`` empty (what ListBundles sends for
     bundles that have an image).
     """
+    message = bundle_base(bundle, deprecation)
+    message.channelName = channel
+    message.skipRange = entry.skip_range
+    message.replaces = entry.replaces
+    message.skips.extend(entry.skips)
+    if with_manifests:
+        add_manifests(message, bundle, package)
+    return message
+
+
+def bundle_base(bundle: model.Bundle, deprecation: str | None) -> api.Bundle:
+    """The fields of ``api.Bundle`` that do not depend on the channel, without manifests."""
     message = api.Bundle(
         csvName=bundle.name,
         packageName=bundle.package,
-        channelName=channel,
         bundlePath=bundle.image,
         version=bundle.version,
-        skipRange=entry.skip_range,
-        replaces=entry.replaces,
-        skips=list(entry.skips),
     )
     for gvk in bundle.provided_apis:
         message.providedApis.add(group=gvk.group, version=gvk.version, kind=gvk.kind)
@@ -351,10 +394,15 @@ def to_api_bundle(
             message.properties.add(type=prop.type, value=gojson.dumps(prop.value))
     if deprecation is not None:
         message.deprecation.message = deprecation
-    if not with_manifests:
-        return message
-    # opm's inline objects are yaml.ToJSON output: Go map order and HTML escaping.
-    decoded = [safedata.load_json(o) for o in bundle.objects]
+    return message
+
+
+def add_manifests(message: api.Bundle, bundle: model.Bundle, package: model.Package | None) -> None:
+    """Set ``csvJson`` and ``object``: the inline manifests, or the CSV opm synthesizes from
+    ``olm.csv.metadata``."""
+    # opm's inline objects are yaml.ToJSON output: Go map order and HTML escaping. The texts
+    # come from orjson after the loader's checks, so orjson reads them back as they were.
+    decoded = [orjson.loads(o) for o in bundle.objects]
     objects = [gojson.dumps(o, escape_html=True) for o in decoded]
     csv_json = next(
         (
@@ -371,4 +419,3 @@ def to_api_bundle(
             objects = [csv_json]
     message.csvJson = csv_json
     message.object.extend(objects)
-    return message
