@@ -1,5 +1,6 @@
 """What the input commands (``history``, ``rollback``, ``unpin``, ``plan``, ``approve``) share:
-naming an input on the command line, reaching the cluster, and reading its revisions.
+reaching the cluster and reading the input's revisions (their flags:
+:mod:`pivoter.cli.commands.inputs`).
 
 ``INPUT`` is ``NAME`` (a Resolution), ``resolution/NAME`` or ``platformoperator/NAME``.
 """
@@ -12,16 +13,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from pivoter.cli.exitcodes import ExitCode
-from pivoter.cli.flags import InputSpec, Name, TextFile
-from pivoter.cli.output import add_output_flag, error
+from pivoter.cli.output import error
 from pivoter.kube import Kube, KubeConfigError, KubeError, NotFound, Resource, load_client
 from pivoter.platformoperators import PLATFORM_OPERATORS
 from pivoter.resolutions import ANNOTATION_PINNED_REVISION, RESOLUTIONS
 from pivoter.resolvesets import InputRef, RevisionStore
 
-__all__ = ["ANNOTATION_PINNED_REVISION", "Target", "add_input_arguments", "run_on_input"]
+__all__ = ["ANNOTATION_PINNED_REVISION", "InputError", "Target", "run_on_input"]
 
-DEFAULT_NAMESPACE = "pivoter-system"
 _KINDS = {"resolution": RESOLUTIONS, "platformoperator": PLATFORM_OPERATORS}
 
 
@@ -47,28 +46,6 @@ class Target:
     def patch(self, patch: dict[str, Any]) -> dict[str, Any]:
         """Merge-patch the input."""
         return self.kube.merge_patch(self.resource, self.ref.name, patch)
-
-
-def add_input_arguments(parser: argparse.ArgumentParser) -> None:
-    """``INPUT``, ``--kubeconfig``, ``--namespace`` and ``-o``."""
-    parser.add_argument(
-        "input",
-        metavar="INPUT",
-        type=InputSpec(),
-        help="a Resolution name, or resolution/NAME or platformoperator/NAME",
-    )
-    parser.add_argument(
-        "--kubeconfig",
-        type=TextFile("kubeconfig"),
-        help="kubeconfig file (default: in-cluster, then ~/.kube)",
-    )
-    parser.add_argument(
-        "--namespace",
-        default=DEFAULT_NAMESPACE,
-        type=Name("dns-label", "namespace"),
-        help=f"pivoter's namespace, where revisions are kept (default {DEFAULT_NAMESPACE})",
-    )
-    add_output_flag(parser)
 
 
 def _parse(text: str) -> tuple[Resource, str]:

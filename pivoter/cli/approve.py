@@ -9,29 +9,12 @@ from __future__ import annotations
 
 import argparse
 
-from pivoter.cli._common import Subparsers, add_command
-from pivoter.cli._inputs import InputError, Target, add_input_arguments, run_on_input
+from pivoter.cli._inputs import InputError, Target, run_on_input
 from pivoter.cli.exitcodes import ExitCode
-from pivoter.cli.flags import Count
 from pivoter.cli.output import emit
 from pivoter.resolutions import ANNOTATION_APPROVED_REVISION
 
-__all__ = ["register", "run"]
-
-
-def register(subparsers: Subparsers) -> None:
-    """Add the ``approve`` command."""
-    parser = add_command(
-        subparsers, "approve", "approve a pending pivot of an input with Manual approval"
-    )
-    add_input_arguments(parser)
-    parser.add_argument(
-        "--revision",
-        type=Count(),
-        metavar="N",
-        help="the revision to approve (default: the plan's)",
-    )
-    parser.set_defaults(handler=run)
+__all__ = ["run"]
 
 
 def run(args: argparse.Namespace) -> int:

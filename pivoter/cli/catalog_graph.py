@@ -4,7 +4,7 @@
 ``.mmd``/``.mermaid``) or one of those format names alone to print on stdout. SVG and PNG are laid
 out by graphviz's ``dot`` (install it with ``hack/tools.sh graphviz``), with a time limit; a
 package too large to lay out is refused with a message saying how to narrow it. The drawing
-itself is :mod:`resolver.channeltest.render`. Registered by :mod:`pivoter.cli.catalog`.
+itself is :mod:`resolver.channeltest.render`. Its flags: :mod:`pivoter.cli.commands.catalog`.
 """
 
 from __future__ import annotations
@@ -15,52 +15,13 @@ import shutil
 import subprocess
 import sys
 
+from pivoter.cli.commands.catalog import GRAPH_FORMATS as FORMATS
 from pivoter.cli.exitcodes import ExitCode
-from pivoter.cli.flags import Count, Directory, Name, OutputPath, Seconds
 from pivoter.cli.output import error
 from resolver.catalog.errors import CatalogLoadError
 from resolver.channeltest.graph import channel_graphs
 from resolver.channeltest.loading import load_for_test
-from resolver.channeltest.render import DEFAULT_MAX_NODES, GraphTooLarge, to_dot, to_mermaid
-
-FORMATS = {"svg": "svg", "png": "png", "dot": "dot", "gv": "dot", "mmd": "mermaid"}
-FORMATS["mermaid"] = "mermaid"
-
-
-def setup(parser: argparse.ArgumentParser) -> None:
-    """Add ``catalog graph``'s arguments and handler to its parser."""
-    parser.add_argument(
-        "directory", metavar="DIR", type=Directory("catalog"), help="file-based catalog directory"
-    )
-    parser.add_argument(
-        "--package", required=True, type=Name("text", "--package"), help="the package to draw"
-    )
-    parser.add_argument(
-        "--channel",
-        type=Name("text", "--channel"),
-        help="draw only this channel (default: every channel)",
-    )
-    parser.add_argument(
-        "-o",
-        "--output",
-        required=True,
-        type=OutputPath("-o", stdout=tuple(FORMATS), extensions=tuple(FORMATS)),
-        metavar="OUT",
-        help="out.svg, out.png, out.dot or out.mmd; or svg|png|dot|mermaid for stdout",
-    )
-    parser.add_argument(
-        "--max-nodes",
-        type=Count(maximum=1_000_000),
-        default=DEFAULT_MAX_NODES,
-        help=f"refuse to draw more bundles than this (default {DEFAULT_MAX_NODES})",
-    )
-    parser.add_argument(
-        "--timeout",
-        type=Seconds(),
-        default=60.0,
-        help="seconds graphviz may take to lay the graph out (default 60)",
-    )
-    parser.set_defaults(handler=run)
+from resolver.channeltest.render import GraphTooLarge, to_dot, to_mermaid
 
 
 def output_format(out: str) -> str:

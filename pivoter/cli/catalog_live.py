@@ -9,7 +9,8 @@ the daemon (``pivoter run``) that watches the cluster; each step's outcome is pr
 ends. The Resolution (and so what it installed) and the Catalog are deleted at the end.
 
 Exit codes: 0 every step installed, 3 (INVALID) a step did not (or the path cannot be walked),
-1 the catalog or the cluster could not be used, 2 bad arguments.
+1 the catalog or the cluster could not be used, 2 bad arguments. Its flags (``--live`` and the
+options after it in ``catalog test --help``): :mod:`pivoter.cli.commands.catalog`.
 """
 
 from __future__ import annotations
@@ -27,14 +28,15 @@ from pivoter.catalogs.reconciler import CATALOGS
 from pivoter.catalogserver.httpserver import CatalogHTTPServer
 from pivoter.catalogserver.reload import Reloader
 from pivoter.cli.exitcodes import ExitCode
-from pivoter.cli.flags import Count, HostPort, Seconds, TextFile, Url, VersionText
 from pivoter.cli.listen import check_bindable
 from pivoter.cli.output import emit, error
 from pivoter.controllers.conditions import find
 from pivoter.kube import Kube, KubeConfigError, KubeError, NotFound, load_client
 from pivoter.resolutions.walk import StepOutcome, Walker
+from resolver.catalog.errors import CatalogLoadError
 from resolver.catalog.model import Catalog
 from resolver.channeltest.graph import build_channel_graph
+from resolver.channeltest.loading import load_for_test
 from resolver.rules.inputs import safe_version
 
 __all__ = ["PathError", "live_path", "run"]
@@ -97,58 +99,14 @@ def _key(version: str) -> Any:
     return parsed if parsed is not None else version
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--live`` and its options, on ``catalog test``'s parser."""
-    group = parser.add_argument_group("--live: walk an upgrade path on a cluster")
-    group.add_argument(
-        "--live",
-        action="store_true",
-        help="install --package at --from on the cluster and upgrade along its path, one pivot "
-        "per step, with the pivoter daemon running there",
-    )
-    group.add_argument(
-        "--from",
-        dest="start",
-        metavar="VERSION",
-        type=VersionText(what="--from"),
-        help="starting version (default: the lowest)",
-    )
-    group.add_argument(
-        "--kubeconfig",
-        type=TextFile("kubeconfig"),
-        help="kubeconfig file (default: in-cluster, then ~/.kube)",
-    )
-    group.add_argument(
-        "--serve-address",
-        default="127.0.0.1:0",
-        type=HostPort("--serve-address"),
-        metavar="HOST:PORT",
-        help="where this process serves the catalog (default 127.0.0.1, a free port)",
-    )
-    group.add_argument(
-        "--catalog-url",
-        metavar="URL",
-        type=Url(("http", "https")),
-        help="the URL the daemon reads the served catalog at (default: from --serve-address)",
-    )
-    group.add_argument(
-        "--progress-deadline",
-        type=Count(),
-        default=120,
-        metavar="SECONDS",
-        help="the temporary Resolution's progressDeadlineSeconds (default 120)",
-    )
-    group.add_argument(
-        "--step-timeout",
-        type=Seconds(),
-        default=300.0,
-        metavar="SECONDS",
-        help="give up on a step after this long (default 300)",
-    )
-
-
-def run(args: argparse.Namespace, catalog: Catalog) -> int:
-    """Handle ``pivoter catalog test DIR --live`` for the loaded ``catalog``."""
+def run(args: argparse.Namespace) -> int:
+    """Handle ``pivoter catalog test DIR --live``."""
+    try:
+        catalog, _ = load_for_test(args.target, use_cache=not args.no_cache)
+    except CatalogLoadError as err:
+        for problem in err.problems:
+            error(str(problem))
+        return int(ExitCode.FAILURE)
     if not args.package:
         error("--live needs --package")
         return int(ExitCode.USAGE)

@@ -6,7 +6,7 @@ from warnings, colour on a terminal) and every channel's upgrade paths, or all o
 ``-o json``. Exit codes: 0 no errors, 3 (INVALID) errors found or ``--package``/``--channel`` name
 nothing in the catalog, 1 the target is neither a catalog nor templates (or cannot be read),
 2 a malformed ``--expect`` file. With ``--live``, walks one upgrade path on a cluster
-instead (:mod:`pivoter.cli.catalog_live`). Registered by :mod:`pivoter.cli.catalog`.
+instead (:mod:`pivoter.cli.catalog_live`). Its flags: :mod:`pivoter.cli.commands.catalog`.
 """
 
 from __future__ import annotations
@@ -17,9 +17,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from pivoter.cli import catalog_live
 from pivoter.cli.exitcodes import ExitCode
-from pivoter.cli.flags import Directory, ExistingPath, Name, TextFile
 from pivoter.cli.output import emit, error
 from resolver.catalog.errors import CatalogLoadError, Problem
 from resolver.catalog.model import Catalog
@@ -37,46 +35,6 @@ from resolver.channeltest.templates import expand_file, find_templates
 _RED, _YELLOW, _BOLD, _RESET = "\033[31m", "\033[33m", "\033[1m", "\033[0m"
 
 
-def setup(parser: argparse.ArgumentParser) -> None:
-    """Add ``catalog test``'s arguments and handler to its parser."""
-    parser.add_argument(
-        "target",
-        metavar="DIR",
-        type=ExistingPath("catalog"),
-        help="file-based catalog directory, or a template file or directory of templates",
-    )
-    parser.add_argument("--package", type=Name("text", "--package"), help="test only this package")
-    parser.add_argument(
-        "--channel", type=Name("text", "--channel"), help="test only channels of this name"
-    )
-    parser.add_argument(
-        "--with",
-        dest="others",
-        action="append",
-        type=Directory("--with catalog"),
-        default=[],
-        metavar="OTHER",
-        help="another catalog directory that may satisfy dependencies (and resolve template "
-        "images); repeatable",
-    )
-    parser.add_argument(
-        "--expect",
-        metavar="FILE",
-        type=TextFile("--expect"),
-        help="expectations file (YAML) to check",
-    )
-    parser.add_argument(
-        "--no-cache", action="store_true", help="do not use the parsed-catalog cache"
-    )
-    parser.add_argument(
-        "--legacy-semver-skips",
-        action="store_true",
-        help="expand olm.semver templates as older opm releases did (skips per minor version)",
-    )
-    catalog_live.add_arguments(parser)
-    parser.set_defaults(handler=run)
-
-
 def load_catalog(path: str, use_cache: bool) -> tuple[Catalog, list[Any]]:
     """Load a catalog for testing; raise CatalogLoadError when nothing can be read."""
     catalog, problems = load_for_test(path, use_cache=use_cache)
@@ -84,15 +42,7 @@ def load_catalog(path: str, use_cache: bool) -> tuple[Catalog, list[Any]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Handle ``pivoter catalog test``."""
-    if args.live:
-        try:
-            catalog, _ = load_catalog(args.target, not args.no_cache)
-        except CatalogLoadError as err:
-            for problem in err.problems:
-                error(str(problem))
-            return int(ExitCode.FAILURE)
-        return catalog_live.run(args, catalog)
+    """Handle ``pivoter catalog test`` (``--live`` names :func:`pivoter.cli.catalog_live.run`)."""
     expectations: list[Expectation] = []
     if args.expect:
         try:

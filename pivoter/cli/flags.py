@@ -536,11 +536,11 @@ class VersionText:
 
     def __call__(self, text: str) -> str:
         """Check the version and return it."""
-        from resolver.versions import parse_version
-
         if not text and self.optional:
             return text
         _no_control(text, self.what)
+        from resolver.versions import parse_version  # the parser itself stays light
+
         try:
             parse_version(text)
         except ValueError as exc:
@@ -640,7 +640,7 @@ class PackageSpec:
 
     def __call__(self, text: str) -> str:
         """Check the name and the range and return the text."""
-        from resolver.versions import RangeSyntaxError, parse_range
+        from resolver.versions import RangeSyntaxError, parse_range  # the parser stays light
 
         name, _, rng = text.partition("@")
         try:

@@ -6,21 +6,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from pivoter.cli._common import Subparsers, add_command
-from pivoter.cli._inputs import Target, add_input_arguments, run_on_input
+from pivoter.cli._inputs import Target, run_on_input
 from pivoter.cli.exitcodes import ExitCode
 from pivoter.cli.output import emit
 from pivoter.resolutions import plan, summary
 from resolver.resolveset import ResolveSet, ResolveSetError
 
-__all__ = ["history_rows", "register", "run"]
-
-
-def register(subparsers: Subparsers) -> None:
-    """Add the ``history`` command."""
-    parser = add_command(subparsers, "history", "list the ResolveSet revisions of an input")
-    add_input_arguments(parser)
-    parser.set_defaults(handler=run)
+__all__ = ["history_rows", "run"]
 
 
 def _outcome(number: int, status: dict[str, Any], spec: dict[str, Any]) -> str:

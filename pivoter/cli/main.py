@@ -1,7 +1,11 @@
-"""Entry point of the ``pivoter`` command: builds the parser from the command modules and runs one.
+"""Entry point of the ``pivoter`` command: builds the parser from the command surfaces and runs one.
 
-Each command module exposes ``register(subparsers)``, which adds its parser and sets ``handler``
-to a function ``(args) -> int``. Adding a command is adding a module to ``COMMANDS``.
+Each module of :mod:`pivoter.cli.commands` exposes ``register(subparsers)``, which adds its
+parser(s) and names each handler ``"module:function"``, a function ``(args) -> int``. Building the
+parser imports no implementation: :func:`main` imports the one handler that runs, so ``pivoter
+--help`` or ``pivoter version`` never load kubernetes or gRPC (``tests/unit/test_cli_imports.py``).
+Adding a command is adding its surface to ``COMMANDS`` and its implementation under
+:mod:`pivoter.cli`.
 """
 
 from __future__ import annotations
@@ -12,23 +16,13 @@ import sys
 from collections.abc import Sequence
 
 from pivoter import __version__
-from pivoter.cli import (
-    approve,
-    catalog,
-    history,
-    plan,
-    resolve,
-    rollback,
-    run,
-    unpin,
-    version,
-)
-from pivoter.cli.errors import run_handler
+from pivoter.cli.commands import catalog, inputs, resolve, run, version
+from pivoter.cli.errors import load_handler, run_handler
 from pivoter.cli.exitcodes import EPILOG, ExitCode
 from pivoter.cli.flags import ArgumentParser, check_argv
 from pivoter.cli.output import error
 
-COMMANDS = (run, resolve, catalog, history, rollback, unpin, plan, approve, version)
+COMMANDS = (run, resolve, catalog, inputs, version)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -48,6 +42,33 @@ def build_parser() -> argparse.ArgumentParser:
     for module in COMMANDS:
         module.register(subparsers)
     return parser
+
+
+def handler_names(parser: argparse.ArgumentParser) -> list[str]:
+    """Every handler ``parser`` and its subcommands name (``--live``'s too), sorted."""
+    names: set[str] = set()
+    pending = [parser]
+    while pending:
+        current = pending.pop()
+        for action in current._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                pending.extend(action.choices.values())
+            elif action.dest == "handler" and isinstance(action.const, str):  # --live
+                names.add(action.const)
+        default = current.get_default("handler")
+        if isinstance(default, str):
+            names.add(default)
+    return sorted(names)
+
+
+def import_handlers() -> None:
+    """Import every command's implementation now.
+
+    For a process that runs many commands in forked children (``tests/unit/cli_runner.py``), so
+    that each child does not import them again; ``pivoter`` itself imports only the one it runs.
+    """
+    for name in handler_names(build_parser()):
+        load_handler(name)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

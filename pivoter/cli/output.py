@@ -1,31 +1,16 @@
 """Output conventions: human text by default, ``-o json`` / ``-o yaml`` for machines.
 
-Every command that prints data takes ``-o``; machine output goes to stdout and nothing else is
-printed there, messages and progress go to stderr.
+Every command that prints data takes ``-o`` (added by
+:func:`pivoter.cli.commands._common.add_output_flag`); machine output goes to stdout and nothing
+else is printed there, messages and progress go to stderr.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections.abc import Callable
 from typing import Any, TextIO
-
-import yaml
-
-FORMATS = ("human", "json", "yaml")
-
-
-def add_output_flag(parser: argparse.ArgumentParser) -> None:
-    """Add the ``-o/--output`` flag every data-printing command shares."""
-    parser.add_argument(
-        "-o",
-        "--output",
-        choices=FORMATS,
-        default="human",
-        help="output format (default: human-readable text)",
-    )
 
 
 def emit(
@@ -39,6 +24,8 @@ def emit(
     if fmt == "json":
         out.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
     elif fmt == "yaml":
+        import yaml  # only -o yaml needs it: every command's start would pay for it otherwise
+
         out.write(yaml.safe_dump(data, sort_keys=True, default_flow_style=False))
     else:
         text = human(data)

@@ -14,23 +14,13 @@ import argparse
 from typing import Any
 
 from pivoter.apis.pivoter import TYPE_UP_TO_DATE
-from pivoter.cli._common import Subparsers, add_command
-from pivoter.cli._inputs import Target, add_input_arguments, run_on_input
+from pivoter.cli._inputs import Target, run_on_input
 from pivoter.cli.exitcodes import ExitCode
 from pivoter.cli.output import emit
 from pivoter.resolutions import plan, summary
 from resolver.resolveset import ResolveSetError
 
-__all__ = ["register", "run"]
-
-
-def register(subparsers: Subparsers) -> None:
-    """Add the ``plan`` command."""
-    parser = add_command(
-        subparsers, "plan", "show what the next pivot of an input would do, without doing it"
-    )
-    add_input_arguments(parser)
-    parser.set_defaults(handler=run)
+__all__ = ["run"]
 
 
 def current_plan(target: Target) -> dict[str, Any]:

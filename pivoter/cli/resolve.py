@@ -3,6 +3,7 @@
 Reads catalogs from directories (or http(s)/grpc sources), an optional installed ResolveSet,
 resolves the requested packages under a profile (default: pivoter's, see docs/resolution.md) and
 prints the ResolveSet; an unsatisfiable request exits 4 with its minimal explanation on stderr.
+Its flags: :mod:`pivoter.cli.commands.resolve`.
 """
 
 from __future__ import annotations
@@ -13,10 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pivoter.cli._common import Subparsers, add_command
 from pivoter.cli.exitcodes import ExitCode
-from pivoter.cli.flags import CatalogSpec, Name, PackageSpec, TextFile, VersionText
-from pivoter.cli.output import add_output_flag, emit, error
+from pivoter.cli.output import emit, error
 from resolver import profiles, resolveset
 from resolver.catalog.errors import CatalogLoadError
 from resolver.catalog.sources import SourceError, open_source
@@ -28,56 +27,6 @@ from resolver.rules.inputs import (
     Unsatisfiable,
 )
 from resolver.versions import RangeSyntaxError, parse_range, parse_version
-
-
-def register(subparsers: Subparsers) -> None:
-    """Add the ``resolve`` command."""
-    parser = add_command(subparsers, "resolve", "resolve packages from catalogs into a ResolveSet")
-    parser.add_argument(
-        "--catalog",
-        action="append",
-        default=[],
-        type=CatalogSpec(),
-        metavar="SOURCE[,priority=N][,name=NAME]",
-        help="a catalog directory, http(s):// catalogd URL or grpc:// registry (repeatable)",
-    )
-    parser.add_argument(
-        "--package",
-        action="append",
-        default=[],
-        type=PackageSpec(),
-        metavar="NAME[@RANGE]",
-        help="a package to resolve, optionally with a version range such as ^1.2 (repeatable)",
-    )
-    parser.add_argument(
-        "--channel",
-        default="",
-        type=Name("text", "channel", optional=True),
-        help="channel for the requested packages",
-    )
-    parser.add_argument(
-        "--upgrade-policy",
-        choices=("CatalogProvided", "SelfCertified"),
-        default="CatalogProvided",
-        help="CatalogProvided follows catalog upgrade edges; SelfCertified allows any version",
-    )
-    parser.add_argument(
-        "--installed",
-        type=TextFile("--installed"),
-        help="a ResolveSet describing what is installed",
-    )
-    parser.add_argument("--profile", default=profiles.DEFAULT, choices=profiles.NAMES)
-    parser.add_argument(
-        "--kube-version",
-        default="",
-        type=VersionText(optional=True, what="--kube-version", code=ExitCode.INVALID),
-        help="exclude bundles needing a newer one",
-    )
-    parser.add_argument(
-        "--explain", action="store_true", help="say why newer bundles were not chosen"
-    )
-    add_output_flag(parser)
-    parser.set_defaults(handler=run)
 
 
 class _Invalid(Exception):

@@ -9,30 +9,17 @@ from __future__ import annotations
 
 import argparse
 
-from pivoter.cli._common import Subparsers, add_command
 from pivoter.cli._inputs import (
     ANNOTATION_PINNED_REVISION,
     InputError,
     Target,
-    add_input_arguments,
     run_on_input,
 )
 from pivoter.cli.exitcodes import ExitCode
-from pivoter.cli.flags import Count
 from pivoter.cli.output import emit
 from pivoter.resolutions import RESOLUTIONS
 
-__all__ = ["register", "run"]
-
-
-def register(subparsers: Subparsers) -> None:
-    """Add the ``rollback`` command."""
-    parser = add_command(subparsers, "rollback", "pin an input to an earlier ResolveSet revision")
-    add_input_arguments(parser)
-    parser.add_argument(
-        "--to-revision", type=Count(), required=True, metavar="N", help="the revision to pin to"
-    )
-    parser.set_defaults(handler=run)
+__all__ = ["run"]
 
 
 def pin(target: Target, number: int | None) -> None:

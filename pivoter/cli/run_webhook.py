@@ -17,7 +17,7 @@ from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from pivoter.cli.flags import BindAddress, CertDirectory, NamespacedName, Url
+from pivoter.cli.commands.run import add_webhook_flags  # the flags, kept importable from here
 from pivoter.daemon import Server
 from pivoter.kube import Kube, apply
 from pivoter.observability import parse_address
@@ -30,33 +30,6 @@ __all__ = ["Server", "add_webhook_flags", "start_webhook"]
 log = logging.getLogger("pivoter.run")
 
 GENERATED_VALIDITY = timedelta(days=365)
-
-
-def add_webhook_flags(parser: argparse.ArgumentParser) -> None:
-    """Add the ``--webhook-*`` flags."""
-    parser.add_argument(
-        "--webhook-bind-address",
-        default="0",
-        type=BindAddress("--webhook-bind-address"),
-        help="host:port of the admission webhook (TLS), 0 to disable (default)",
-    )
-    parser.add_argument(
-        "--webhook-cert-dir",
-        type=CertDirectory(),
-        help="directory with tls.crt, tls.key and ca.crt (default: generate at start)",
-    )
-    target = parser.add_mutually_exclusive_group()
-    target.add_argument(
-        "--webhook-url",
-        type=Url(("https",)),
-        help="register the webhooks at this https base URL (daemon outside the cluster)",
-    )
-    target.add_argument(
-        "--webhook-service",
-        type=NamespacedName(),
-        metavar="NAMESPACE/NAME",
-        help="register the webhooks through this Service (port 443)",
-    )
 
 
 def _names(args: argparse.Namespace) -> list[str]:

@@ -4,22 +4,12 @@ from __future__ import annotations
 
 import argparse
 
-from pivoter.cli._common import Subparsers, add_command
-from pivoter.cli._inputs import Target, add_input_arguments, run_on_input
+from pivoter.cli._inputs import Target, run_on_input
 from pivoter.cli.exitcodes import ExitCode
 from pivoter.cli.output import emit
 from pivoter.cli.rollback import pin
 
-__all__ = ["register", "run"]
-
-
-def register(subparsers: Subparsers) -> None:
-    """Add the ``unpin`` command."""
-    parser = add_command(
-        subparsers, "unpin", "let an input follow its catalogs again after a rollback"
-    )
-    add_input_arguments(parser)
-    parser.set_defaults(handler=run)
+__all__ = ["run"]
 
 
 def run(args: argparse.Namespace) -> int:

@@ -8,18 +8,10 @@ from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as dist_version
 
 from pivoter import __version__
-from pivoter.cli._common import Subparsers, add_command
 from pivoter.cli.exitcodes import ExitCode
-from pivoter.cli.output import add_output_flag, emit
+from pivoter.cli.output import emit
 
 _LIBRARIES = ("kubernetes", "grpcio", "protobuf", "python-sat", "semver", "PyYAML")
-
-
-def register(subparsers: Subparsers) -> None:
-    """Add the ``version`` command."""
-    parser = add_command(subparsers, "version", "print the version of pivoter and its libraries")
-    add_output_flag(parser)
-    parser.set_defaults(handler=_run)
 
 
 def _library_version(name: str) -> str:
@@ -29,7 +21,8 @@ def _library_version(name: str) -> str:
         return "not installed"
 
 
-def _run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
+    """Handle ``pivoter version``."""
     info = {
         "pivoter": __version__,
         "python": platform.python_version(),

@@ -1,6 +1,8 @@
 """Run many ``pivoter`` command lines, each in its own process, without paying the import each time.
 
-``python -m tests.unit.cli_runner`` imports :func:`pivoter.cli.main.main` once, then reads one JSON
+``python -m tests.unit.cli_runner`` imports :func:`pivoter.cli.main.main` and every command's
+implementation once (:func:`pivoter.cli.main.import_handlers`: ``pivoter`` itself imports only the
+handler it runs, which each child would otherwise import again), then reads one JSON
 request per line on stdin (``{"argv": [...], "timeout": seconds}``) and forks a child per request:
 the child points its stdout and stderr at pipes, runs ``main(argv)`` exactly as the console script
 does (``sys.exit(main())``: an uncaught exception prints Python's traceback and exits 1) and exits
@@ -111,8 +113,9 @@ def run_one(
 
 def serve() -> None:
     """Answer requests from stdin until it closes."""
-    from pivoter.cli.main import main
+    from pivoter.cli.main import import_handlers, main
 
+    import_handlers()
     replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
     for line in sys.stdin:
         request = json.loads(line)
