@@ -15,13 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
-
-import celpy
-from celpy import celtypes
-from celpy.adapter import json_to_cel
-from celpy.celparser import CELParseError
 
 from resolver.catalog.model import (
     GVK,
@@ -201,31 +195,16 @@ def _compound(key: str, joiner: str, subs: list[Predicate]) -> Predicate:
     return Predicate(text, test, kind=key)
 
 
-def _semver_compare(a: celtypes.Value, b: celtypes.Value) -> celtypes.IntType:
-    left, right = parse_version(str(a)), parse_version(str(b))
-    return celtypes.IntType(left.compare(right))
-
-
-@lru_cache(maxsize=512)
-def _cel_program(rule: str) -> celpy.Runner:
-    env = celpy.Environment()
-    try:
-        ast = env.compile(rule)
-    except CELParseError as err:
-        raise PredicateError(f"invalid CEL rule {rule!r}: {err}") from None
-    return env.program(ast, functions={"semver_compare": _semver_compare})
-
-
 def _cel_test(rule: str) -> Callable[[Bundle], bool]:
-    program = _cel_program(rule)
+    from resolver.rules.cel import CelRuleError, compile_rule  # the CEL library, when needed
+
+    try:
+        test_properties = compile_rule(rule)
+    except CelRuleError as err:
+        raise PredicateError(str(err)) from None
 
     def test(bundle: Bundle) -> bool:
-        activation = {"properties": json_to_cel([_prop_json(p) for p in bundle.properties])}
-        try:
-            result = program.evaluate(activation)
-        except Exception:
-            return False
-        return isinstance(result, celtypes.BoolType) and bool(result)
+        return test_properties([_prop_json(p) for p in bundle.properties])
 
     return test
 
