@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,20 +12,12 @@ import pytest
 from pivoter.cli.exitcodes import ExitCode
 from tests.catalog.helpers import DATA, split_json_stream, write_catalog
 from tests.catalog.test_opm_referee import _cycle, base_objects
+from tests.clirun import pivoter
 
 
 def _pivoter(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pivoter.cli.main", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env={
-            **os.environ,
-            "PIVOTER_CACHE": os.environ.get("PIVOTER_TEST_CACHE", "/tmp/pivoter-test-cache"),
-        },
-    )
+    cache = os.environ.get("PIVOTER_TEST_CACHE", "/tmp/pivoter-test-cache")
+    return pivoter(*args, env={**os.environ, "PIVOTER_CACHE": cache}, timeout=120)
 
 
 def test_validate_valid_catalog_exits_0() -> None:

@@ -21,6 +21,7 @@ from pivoter.cli.exitcodes import ExitCode
 from resolver.catalog import cache as parsed_cache
 from resolver.catalog.load import load_directory
 from resolver.catalog.render import write_json
+from tests.clirun import pivoter
 from tests.polling import wait_for
 
 BASE = """schema: olm.package
@@ -124,14 +125,7 @@ def _hostile_catalog(root: Path) -> Path:
 
 
 def _pivoter(cache: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pivoter.cli.main", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env={**os.environ, "PIVOTER_CACHE": str(cache)},
-    )
+    return pivoter(*args, env={**os.environ, "PIVOTER_CACHE": str(cache)}, timeout=120)
 
 
 def _assert_clean(result: subprocess.CompletedProcess[str], code: int, words: str = "") -> None:

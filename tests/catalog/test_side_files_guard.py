@@ -28,6 +28,7 @@ from resolver.catalog.ignore import (
 from resolver.catalog.load import load_directory
 from resolver.catalog.walk import list_catalog_files
 from tests.catalog.test_bad_input import GOOD
+from tests.clirun import pivoter
 
 HANG_TIMEOUT = 30  # seconds: a load that takes longer is hanging
 
@@ -40,14 +41,8 @@ def _good(root: Path) -> Path:
 
 def _pivoter(*args: str) -> subprocess.CompletedProcess[str]:
     """Run the CLI in a subprocess: a hang fails the test (TimeoutExpired) instead of blocking."""
-    return subprocess.run(
-        [sys.executable, "-m", "pivoter.cli.main", *args],
-        capture_output=True,
-        text=True,
-        timeout=HANG_TIMEOUT,
-        check=False,
-        env={**os.environ, "PIVOTER_CACHE": str(Path(args[-1]).parent / "cache")},
-    )
+    cache = str(Path(args[-1]).parent / "cache")
+    return pivoter(*args, env={**os.environ, "PIVOTER_CACHE": cache}, timeout=HANG_TIMEOUT)
 
 
 def _one_line_error(result: subprocess.CompletedProcess[str], *needles: str) -> None:

@@ -7,27 +7,20 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from pivoter.cli.exitcodes import ExitCode
 from tests.channeltest.helpers import DATA, GOOD
+from tests.clirun import pivoter as run_pivoter
 
 TEMPLATE = DATA / "templates" / "clusterpulse" / "semver.yaml"
 
 
 def pivoter(*args: str, tmp: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PIVOTER_CACHE": str(tmp / "cache"), "NO_COLOR": "1"}
-    return subprocess.run(
-        [sys.executable, "-m", "pivoter.cli.main", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env=env,
-    )
+    return run_pivoter(*args, env=env, timeout=120)
 
 
 def _one_error_line(result: subprocess.CompletedProcess[str]) -> str:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,18 +13,12 @@ import pytest
 from pivoter.cli.exitcodes import ExitCode
 from tests.channeltest.helpers import DATA, GOOD, Docs, derive, entry
 from tests.channeltest.test_graph import dot_binary
+from tests.clirun import pivoter as run_pivoter
 
 
 def pivoter(*args: str, tmp: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PIVOTER_CACHE": str(tmp or "/tmp/pivoter-test-cache"), "NO_COLOR": "1"}
-    return subprocess.run(
-        [sys.executable, "-m", "pivoter.cli.main", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env=env,
-    )
+    return run_pivoter(*args, env=env, timeout=120)
 
 
 def _strand(docs: Docs) -> None:

@@ -4,21 +4,15 @@ from __future__ import annotations
 
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 from pivoter.cli.exitcodes import ExitCode
 from pivoter.cli.main import build_parser
+from tests.clirun import pivoter
 
 
 def _run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pivoter.cli.main", "run", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    return pivoter("run", *args, timeout=timeout)
 
 
 def test_flags_and_defaults() -> None:

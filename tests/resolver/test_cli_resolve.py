@@ -6,26 +6,25 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+
+from tests.clirun import pivoter
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "resolver"
 COMMUNITY = DATA / "community"
 CERTIFIED = DATA / "certified"
 
 
-def resolve(*args: str, seed: str = "0") -> subprocess.CompletedProcess[str]:
+def resolve(*args: str, seed: str | None = None) -> subprocess.CompletedProcess[str]:
+    """``pivoter resolve ARGS``; given a hash ``seed``, in a real process started with it (a forked
+    one keeps its server's)."""
+    if seed is None:
+        return pivoter("resolve", *args, timeout=None)
     env = {**os.environ, "PYTHONHASHSEED": seed}
-    return subprocess.run(
-        [sys.executable, "-m", "pivoter.cli.main", "resolve", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        env=env,
-    )
+    return pivoter("resolve", *args, env=env, timeout=None, fresh=True)
 
 
 def bundles(proc: subprocess.CompletedProcess[str]) -> dict[str, str]:

@@ -7,21 +7,20 @@ of a command line that is otherwise valid. A new flag is covered as soon as it e
 takes free text with no converter fails :func:`test_every_value_flag_is_typed`, and a new command
 without a baseline fails :func:`test_every_command_has_a_baseline`.
 
-Each case runs in its own process (forked by :mod:`tests.unit.cli_runner` from one that imported
-pivoter once) and is killed at a time bound, so a hang or busy loop fails the case; a real
-``pivoter`` subprocess per command checks that the fork runner answers as the console script does.
+Each case runs in its own process (forked by :mod:`tests.clirun` from one that imported pivoter
+once) and is killed at a time bound, so a hang or busy loop fails the case; a real ``pivoter``
+subprocess per command checks that the fork server answers as the console script does, and with
+the environment, working directory and stdin a test gives it.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
-import json
 import os
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ import pytest
 from pivoter.cli.exitcodes import ExitCode
 from pivoter.cli.flags import MAX_TEXT_FILE_BYTES
 from pivoter.cli.main import build_parser
+from tests import clirun
 
 ROOT = Path(__file__).resolve().parents[2]
 CATALOG = ROOT / "tests" / "data" / "wire" / "crafted"
@@ -298,41 +298,26 @@ def _env(tmp: Path) -> dict[str, str]:
             "HOME": str(tmp / "home"),
             "PIVOTER_CACHE": str(tmp / "cache"),
             "NO_COLOR": "1",
-            "PYTHONPATH": str(ROOT),
         }
     )
     return env
 
 
 class Runner:
-    """The fork runner process (see :mod:`tests.unit.cli_runner`)."""
+    """Runs command lines in this process's fork server (:mod:`tests.clirun`), in ``tmp`` with
+    :func:`_env`; answers as the server does (exit code None when killed at the time bound)."""
 
     def __init__(self, tmp: Path) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "tests.unit.cli_runner"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            cwd=str(tmp),
-            env=_env(tmp),
-        )
+        self.tmp = tmp
 
     def run(self, argv: list[str] | tuple[str, ...], timeout: float = TIME_BOUND) -> dict[str, Any]:
-        assert self.process.stdin is not None
-        assert self.process.stdout is not None
-        self.process.stdin.write(json.dumps({"argv": list(argv), "timeout": timeout}) + "\n")
-        self.process.stdin.flush()
-        line = self.process.stdout.readline()
-        assert line, "the fork runner died"
-        reply: dict[str, Any] = json.loads(line)
-        return reply
-
-    def close(self) -> None:
-        assert self.process.stdin is not None
-        assert self.process.stdout is not None
-        self.process.stdin.close()
-        self.process.wait(timeout=30)
-        self.process.stdout.close()
+        reply = clirun.server().run(argv, env=_env(self.tmp), cwd=str(self.tmp), timeout=timeout)
+        return {
+            "code": reply.code,
+            "stdout": reply.stdout.decode("utf-8", "replace"),
+            "stderr": reply.stderr.decode("utf-8", "replace"),
+            "seconds": reply.seconds,
+        }
 
 
 @pytest.fixture(scope="module")
@@ -346,10 +331,8 @@ def paths(workdir: Path) -> Paths:
 
 
 @pytest.fixture(scope="module")
-def runner(workdir: Path, paths: Paths) -> Iterator[Runner]:
-    r = Runner(workdir)
-    yield r
-    r.close()
+def runner(workdir: Path, paths: Paths) -> Runner:
+    return Runner(workdir)
 
 
 def problems_with(reply: dict[str, Any]) -> list[str]:
@@ -434,6 +417,35 @@ def test_fork_runner_answers_as_the_console_script(runner: Runner, paths: Paths)
         assert (real.returncode, real.stderr) == (forked["code"], forked["stderr"]), case.argv
         assert not problems_with(forked), case.argv
     assert seen == set(leaf_commands())
+
+
+def test_fork_server_takes_the_environment_directory_and_stdin_as_a_process_does(
+    paths: Paths,
+) -> None:
+    """What a test passes besides argv reaches the forked command as it reaches a real one."""
+    base = _env(paths.root)
+    unset = {k: v for k, v in base.items() if k != "KUBECONFIG"}
+    other_cache = paths.root / "other-cache"
+    calls: list[tuple[tuple[str, ...], dict[str, Any]]] = [
+        (("history", "x"), {"env": base}),  # $KUBECONFIG names the file
+        (("history", "x"), {"env": {**unset, "HOME": str(paths.root / "elsewhere")}}),  # ~
+        (("catalog", "render", str(CATALOG)), {"env": {**base, "PIVOTER_CACHE": str(other_cache)}}),
+        (("catalog", "validate", CATALOG.name), {"cwd": CATALOG.parent}),
+        (("catalog", "validate", CATALOG.name), {"cwd": paths.root}),
+        (("catalog", "test", str(CATALOG), "--expect", "/dev/stdin"), {"input": "x" * 200_000}),
+    ]
+    outcomes = []
+    for argv, options in calls:
+        forked = clirun.pivoter(*argv, **options, timeout=TIME_BOUND)
+        real = clirun.pivoter(*argv, **options, timeout=TIME_BOUND * 2, fresh=True)
+        outcome = (real.returncode, real.stdout, real.stderr)
+        assert (forked.returncode, forked.stdout, forked.stderr) == outcome, (argv, options)
+        outcomes.append(outcome)
+    assert len(set(outcomes)) == len(outcomes)  # each setting made a difference
+    assert str(paths.root / "no-default-kubeconfig") in outcomes[0][2]
+    assert str(paths.root / "elsewhere" / ".kube" / "config") in outcomes[1][2]
+    assert list((other_cache / "catalogs").glob("*.pickle"))
+    assert outcomes[3][0] == ExitCode.OK
 
 
 def test_arguments_that_are_not_utf8_are_refused_in_one_line(runner: Runner, paths: Paths) -> None:
