@@ -3,7 +3,9 @@
 For each catalog directory, runs (``--runs`` times, medians reported):
 
 * ``opm validate DIR`` (the referee; it uses every core),
-* ``pivoter`` cold: a fresh process loading with the parsed cache disabled, then validating,
+* ``pivoter`` cold: a fresh process loading with the parsed cache disabled, then validating
+  (files parsed on every core, :mod:`resolver.catalog.parallel`),
+* ``pivoter`` cold in one process (``workers=1``): the same, parsing without worker processes,
 * ``pivoter`` warm: a fresh process whose cache is already filled (the reload case),
 
 measuring each process's wall time and peak RSS (``os.wait4`` rusage, per child), plus the
@@ -31,11 +33,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "catalogs"
 TOOLS = Path(os.environ.get("PIVOTER_TOOLS_DIR", Path.home() / ".cache" / "pivoter" / "bin"))
-CATALOGS = [
-    "certified-operators-v4.20",
-    "community-operators-prod-v4.16",
-    "community-operators-prod-derived",
-]
+# Every shared catalog directory, in name order (see ../shared/catalogs/SOURCES.md).
+CATALOGS = sorted(p.name for p in SHARED.iterdir() if p.is_dir()) if SHARED.is_dir() else []
 
 CHILD = """
 import sys, time
@@ -45,7 +44,10 @@ from resolver.catalog.validate import validate
 from resolver.catalog.errors import CatalogLoadError
 t1 = time.perf_counter()
 try:
-    catalog = load_directory(sys.argv[1], use_cache=sys.argv[2] == "1", cache_dir=sys.argv[3])
+    workers = int(sys.argv[4]) or None
+    catalog = load_directory(
+        sys.argv[1], use_cache=sys.argv[2] == "1", cache_dir=sys.argv[3], workers=workers
+    )
     findings = validate(catalog)
     ok = not findings
 except CatalogLoadError:
@@ -65,6 +67,19 @@ def run(cmd: list[str]) -> tuple[float, int, str, int]:
     proc.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - start
     return wall, usage.ru_maxrss // 1024, out, proc.returncode
+
+
+SPIN = "x = 0\nfor i in range(5_000_000):\n    x += i\n"
+
+
+def cores_free() -> float:
+    """How many cores two CPU-bound processes got just now (2.0 on an idle 2-core machine)."""
+    one, _, _, _ = run([sys.executable, "-c", SPIN])
+    start = time.perf_counter()
+    procs = [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(2)]
+    for proc in procs:
+        proc.wait()
+    return 2 * one / (time.perf_counter() - start)
 
 
 def repaired_derived(tmp: Path) -> Path:
@@ -103,16 +118,16 @@ def bench(directory: Path, runs: int, cache_dir: str) -> dict[str, object]:
     """Measure one catalog; return medians."""
     opm = str(TOOLS / "opm")
     py = [sys.executable, "-c", CHILD, str(directory)]
-    rows: dict[str, list[tuple[float, int]]] = {"opm": [], "cold": [], "warm": []}
-    inproc: dict[str, list[float]] = {"cold": [], "warm": []}
+    rows: dict[str, list[tuple[float, int]]] = {"opm": [], "cold": [], "one": [], "warm": []}
+    inproc: dict[str, list[float]] = {"cold": [], "one": [], "warm": []}
     verdicts: dict[str, bool] = {}
-    subprocess.run([*py, "1", cache_dir], check=True, capture_output=True)  # fill the cache
+    subprocess.run([*py, "1", cache_dir, "0"], check=True, capture_output=True)  # fill the cache
     for _ in range(runs):
         wall, rss, _, status = run([opm, "validate", str(directory)])
         rows["opm"].append((wall, rss))
         verdicts["opm"] = status == 0
-        for mode, use_cache in (("cold", "0"), ("warm", "1")):
-            wall, rss, out, _ = run([*py, use_cache, cache_dir])
+        for mode, use_cache, workers in (("cold", "0", "0"), ("one", "0", "1"), ("warm", "1", "0")):
+            wall, rss, out, _ = run([*py, use_cache, cache_dir, workers])
             seconds, ok = out.split()
             rows[mode].append((wall, rss))
             inproc[mode].append(float(seconds))
@@ -131,9 +146,10 @@ def table(results: list[dict[str, object]], runs: int) -> str:
     """Render the results as a Markdown table."""
     lines = [
         "| catalog | size | opm validate | pivoter cold (process) | pivoter cold (load+validate) "
+        "| cold, 1 process (process / load+validate) "
         "| pivoter warm (process) | pivoter warm (load+validate) | peak RSS opm / cold / warm "
-        "| verdict opm / pivoter |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| verdict opm / pivoter | cold process / opm |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         v = r["verdicts"]
@@ -141,9 +157,11 @@ def table(results: list[dict[str, object]], runs: int) -> str:
         lines.append(
             f"| {r['name']} | {r['size_mb']:.1f} MB | {r['opm_wall']:.2f} s "
             f"| {r['cold_wall']:.2f} s | {r['cold_inproc']:.2f} s "
+            f"| {r['one_wall']:.2f} s / {r['one_inproc']:.2f} s "
             f"| {r['warm_wall']:.2f} s | {r['warm_inproc']:.3f} s "
             f"| {r['opm_rss']} / {r['cold_rss']} / {r['warm_rss']} MiB "
-            f"| {'valid' if v['opm'] else 'invalid'} / {'valid' if v['cold'] else 'invalid'} |"
+            f"| {'valid' if v['opm'] else 'invalid'} / {'valid' if v['cold'] else 'invalid'} "
+            f"| {r['cold_wall'] / r['opm_wall']:.2f}x |"  # type: ignore[operator]
         )
     lines.append("")
     lines.append(f"Medians of {runs} runs each.")
@@ -155,15 +173,27 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--write", help="write the Markdown report to this file")
+    parser.add_argument(
+        "--catalog", action="append", help="measure only this shared catalog (repeatable)"
+    )
     args = parser.parse_args()
     results = []
+    load_before, free_before = os.getloadavg(), cores_free()
     with tempfile.TemporaryDirectory() as tmp:
         cache_dir = str(Path(tmp) / "cache")
-        dirs = [SHARED / c for c in CATALOGS] + [repaired_derived(Path(tmp))]
+        names = args.catalog or CATALOGS
+        dirs = [SHARED / c for c in names]
+        if "community-operators-prod-derived" in names:
+            dirs.append(repaired_derived(Path(tmp)))
         for directory in dirs:
             results.append(bench(directory, args.runs, cache_dir))
             print(table(results[-1:], args.runs).splitlines()[-3], file=sys.stderr)
+    load_after, free_after = os.getloadavg(), cores_free()
     report = table(results, args.runs)
+    report += (
+        f" Load average (1 min) {load_before[0]:.1f} at the start, {load_after[0]:.1f} at the end;"
+        f" two CPU-bound processes got {free_before:.1f} and {free_after:.1f} cores."
+    )
     print(report)
     if args.write:
         header = (

@@ -2,18 +2,23 @@
 
 One pickle per catalog root (named by a hash of its real path) under the cache directory
 (default ``~/.cache/pivoter/catalogs``, or ``$PIVOTER_CACHE/catalogs``). It maps each file's
-relative path to its signature (size, mtime_ns, inode, device) and the objects decoded from it, so
-a reload re-reads only files that changed. Only files that loaded without problems are cached.
+relative path to its signature (size, mtime_ns, inode, device) and the objects decoded from it,
+pickled on their own (:func:`pack_objects`), so a reload re-reads only files that changed and the
+cache is rewritten from those bytes without pickling anything again (the worker processes of
+:mod:`resolver.catalog.parallel` send a file's objects back in that same form). Only files that
+loaded without problems are cached.
 Called by :mod:`resolver.catalog.load`; a missing, stale, corrupt (truncated, garbage, another
 format version, unexpected contents) or unwritable cache is simply ignored and rebuilt, never an
-error. Reading unpickles only the model's own classes (:class:`_ModelUnpickler`), so a planted file
-cannot make the loader run code, and every entry's shape is checked before it is used.
+error (a damaged entry costs only the parse of its file). Reading unpickles only the model's own
+classes (:class:`_ModelUnpickler`), so a planted file cannot make the loader run code, and every
+entry's shape is checked before it is used.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import os
 import pickle
 import tempfile
@@ -23,7 +28,7 @@ from typing import Any
 from resolver.catalog import model
 from resolver.catalog.decode import CatalogObject
 
-_FORMAT = 2  # bump when the model's pickled shape or the parser's values change
+_FORMAT = 3  # bump when the model's pickled shape or the parser's values change
 
 Signature = tuple[int, int, int, int]
 
@@ -38,16 +43,32 @@ def default_cache_dir() -> str:
 
 @dataclass(slots=True)
 class FileCache:
-    """Decoded objects of the files of one catalog root, by relative path."""
+    """Decoded objects of the files of one catalog root (:func:`pack_objects`), by relative path."""
 
-    files: dict[str, tuple[Signature, list[CatalogObject]]] = field(default_factory=dict)
+    files: dict[str, tuple[Signature, bytes]] = field(default_factory=dict)
 
     def get(self, relpath: str, signature: Signature) -> list[CatalogObject] | None:
-        """Return the cached objects of ``relpath`` if it still has ``signature``."""
+        """Return the cached objects of ``relpath`` if it still has ``signature`` (and is sound)."""
         hit = self.files.get(relpath)
         if hit is None or hit[0] != signature:
             return None
-        return hit[1]
+        return unpack_objects(hit[1])
+
+
+def pack_objects(objects: list[CatalogObject]) -> bytes:
+    """Pickle the decoded objects of one file, as the cache stores them."""
+    return pickle.dumps(objects, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def unpack_objects(blob: bytes) -> list[CatalogObject] | None:
+    """Unpickle :func:`pack_objects`' bytes with the model-only unpickler; None if unsound."""
+    try:
+        objects: Any = _ModelUnpickler(io.BytesIO(blob)).load()
+    except Exception:  # truncated, garbage, planted: the file is parsed again
+        return None
+    if not isinstance(objects, list) or not all(isinstance(o, _OBJECT_TYPES) for o in objects):
+        return None
+    return objects
 
 
 def _cache_path(cache_dir: str, root: str) -> str:
@@ -104,12 +125,10 @@ def _well_formed(files: Any) -> bool:
     for relpath, entry in files.items():
         if not isinstance(relpath, str) or not isinstance(entry, tuple) or len(entry) != 2:
             return False
-        signature, objects = entry
+        signature, blob = entry
         if not isinstance(signature, tuple) or len(signature) != 4:
             return False
-        if not all(type(part) is int for part in signature) or not isinstance(objects, list):
-            return False
-        if not all(isinstance(obj, _OBJECT_TYPES) for obj in objects):
+        if not all(type(part) is int for part in signature) or not isinstance(blob, bytes):
             return False
     return True
 

@@ -2,7 +2,8 @@
 
 :func:`load_directory` reads an FBC directory exactly as ``opm`` reads it (every non-ignored file,
 each a YAML or concatenated-JSON stream; unknown schemas kept as opaque blobs; every file read
-through :mod:`resolver.catalog.guard`) and
+through :mod:`resolver.catalog.guard`; on every core when there is enough to parse, see
+:mod:`resolver.catalog.parallel`) and
 :func:`load_objects` builds a catalog from objects that arrived some other way (gRPC, HTTP).
 Both raise :class:`~resolver.catalog.errors.CatalogLoadError` with every problem found, each naming
 file and line; they never return a half-loaded catalog. Loading does not validate the catalog's
@@ -23,6 +24,7 @@ from resolver.catalog.decode import CatalogObject, DecodeError, decode_object
 from resolver.catalog.errors import CatalogLoadError, Problem
 from resolver.catalog.guard import RefusedFile, read_bytes, real_path
 from resolver.catalog.model import Bundle, Catalog, Channel, Deprecation, Meta, Origin, Package
+from resolver.catalog.parallel import PARALLEL_MIN_BYTES, load_files
 from resolver.catalog.parse import parse_text
 from resolver.catalog.walk import DEFAULT_MAX_FILE_BYTES, CatalogFile, list_catalog_files
 
@@ -36,11 +38,15 @@ def load_directory(
     cache_dir: str | None = None,
     use_cache: bool = True,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    workers: int | None = None,
+    parallel_min_bytes: int = PARALLEL_MIN_BYTES,
 ) -> Catalog:
     """Load the FBC directory ``path``; ``name`` defaults to the directory's base name.
 
     Unchanged files are taken from the parsed-catalog cache (``cache_dir``, default
-    :func:`resolver.catalog.cache.default_cache_dir`) unless ``use_cache`` is false.
+    :func:`resolver.catalog.cache.default_cache_dir`) unless ``use_cache`` is false. The other
+    files are parsed by ``workers`` processes (default: one per core; 1 parses here) when they
+    add up to ``parallel_min_bytes`` or more; the result is the same either way.
     Raises CatalogLoadError listing every problem (I/O ones have ``io`` set).
     """
     # Loading allocates hundreds of thousands of containers and frees none of them: the cyclic
@@ -48,14 +54,29 @@ def load_directory(
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _load_directory(os.fspath(path), name, cache_dir, use_cache, max_file_bytes)
+        return _load_directory(
+            os.fspath(path),
+            name=name,
+            cache_dir=cache_dir,
+            use_cache=use_cache,
+            max_file_bytes=max_file_bytes,
+            workers=workers,
+            parallel_min_bytes=parallel_min_bytes,
+        )
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
 def _load_directory(
-    root: str, name: str | None, cache_dir: str | None, use_cache: bool, max_file_bytes: int
+    root: str,
+    *,
+    name: str | None,
+    cache_dir: str | None,
+    use_cache: bool,
+    max_file_bytes: int,
+    workers: int | None,
+    parallel_min_bytes: int,
 ) -> Catalog:
     if not os.path.isdir(root):
         what = "does not exist" if not os.path.exists(root) else "is not a directory"
@@ -64,22 +85,46 @@ def _load_directory(
     real_root = real_path(root)  # where list_catalog_files found the files
     directory = cache_dir or parsed_cache.default_cache_dir()
     cached = parsed_cache.read(directory, root) if use_cache else parsed_cache.FileCache()
-    fresh = parsed_cache.FileCache()
-    objects: list[CatalogObject] = []
-    changed = False
+    hits: dict[str, list[CatalogObject]] = {}
     for ref in files:
         hit = cached.get(ref.relpath, ref.signature)
-        if hit is None:
-            changed = True
-            hit, file_problems = _load_file(real_root, ref, max_file_bytes)
-            if file_problems:
-                problems.extend(file_problems)
-                continue
-        fresh.files[ref.relpath] = (ref.signature, hit)
-        objects.extend(hit)
+        if hit is not None:
+            hits[ref.relpath] = hit
+    misses = [ref for ref in files if ref.relpath not in hits]
+    loaded = iter(
+        load_files(
+            real_root,
+            misses,
+            _load_file,
+            max_file_bytes=max_file_bytes,
+            keep_blobs=use_cache,
+            workers=workers,
+            min_bytes=parallel_min_bytes,
+        )
+    )
+    fresh = parsed_cache.FileCache()
+    to_pack: list[tuple[CatalogFile, list[CatalogObject]]] = []
+    objects: list[CatalogObject] = []
+    for ref in files:  # in file order: objects and problems as one process finds them
+        hit = hits.get(ref.relpath)
+        if hit is not None:
+            fresh.files[ref.relpath] = (ref.signature, cached.files[ref.relpath][1])
+            objects.extend(hit)
+            continue
+        result = next(loaded)
+        if result.problems:
+            problems.extend(result.problems)
+            continue
+        if result.blob is not None:  # from a worker, already pickled
+            fresh.files[ref.relpath] = (ref.signature, result.blob)
+        else:  # loaded here: pickled only if the cache is written (not for a failed load)
+            to_pack.append((ref, result.objects))
+        objects.extend(result.objects)
     if problems:
         raise CatalogLoadError(problems)
-    if use_cache and (changed or fresh.files.keys() != cached.files.keys()):
+    if use_cache and (misses or fresh.files.keys() != cached.files.keys()):
+        for ref, file_objects in to_pack:
+            fresh.files[ref.relpath] = (ref.signature, parsed_cache.pack_objects(file_objects))
         parsed_cache.write(directory, root, fresh)
     return assemble(objects, name if name is not None else os.path.basename(os.path.abspath(root)))
 

@@ -16,6 +16,7 @@ Called by ``pivoter catalog validate``, the daemon's catalog sources and the tes
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -263,6 +264,7 @@ def _check_bundles(
 ) -> dict[str, set[str]]:
     names: dict[str, set[str]] = {}
     versions: dict[str, dict[str, list[str]]] = {}
+    image_problems: dict[str, str | None] = {}  # bundles share many related images
     entries_of: dict[str, set[str]] = {
         pkg: {e.name for ch in chans.values() for e in ch.entries}
         for pkg, chans in channels.items()
@@ -284,7 +286,7 @@ def _check_bundles(
             )
             continue
         seen.add(b.name)
-        versioned = _check_bundle(b, where, report)
+        versioned = _check_bundle(b, where, report, image_problems)
         in_channel = b.name in entries_of.get(b.package, set())
         if not in_channel:
             report.error("not-in-channel", f"{where}: bundle not found in any channel entries", b)
@@ -319,7 +321,9 @@ def _check_bundles(
     return names
 
 
-def _check_bundle(b: Bundle, where: str, report: _Report) -> _Versioned | None:
+def _check_bundle(
+    b: Bundle, where: str, report: _Report, image_problems: dict[str, str | None]
+) -> _Versioned | None:
     ok = True
     for i, prop in enumerate(b.properties):
         problem = _property_problem(prop.type, prop.value)
@@ -349,7 +353,10 @@ def _check_bundle(b: Bundle, where: str, report: _Report) -> _Versioned | None:
     for label, spec in [("image", b.image)] + [
         (f"relatedImages[{i}].image", r.image) for i, r in enumerate(b.related_images)
     ]:
-        problem = pull_spec_error(spec)
+        if spec in image_problems:
+            problem = image_problems[spec]
+        else:
+            problem = image_problems[spec] = pull_spec_error(spec)
         if problem:
             report.error(
                 "image", f"{where}: {label}: invalid image pull spec {spec!r}: {problem}", b
@@ -457,8 +464,34 @@ def _property_problem(type_: str, value: Any) -> str | None:
     return None
 
 
-def _casefold_view(value: Mapping[str, Any]) -> dict[str, Any]:
-    return {str(k).casefold(): v for k, v in value.items()}
+class _CasefoldView:
+    """``value`` looked up by casefolded key; of keys folding alike, the last one wins."""
+
+    __slots__ = ("_keys", "_value")
+
+    def __init__(self, value: Mapping[str, Any]) -> None:
+        self._value = value
+        keys = tuple(value)
+        self._keys = _folded_keys(keys) if len(keys) <= _MEMO_KEYS else _fold(keys)
+
+    def get(self, folded: str) -> Any:
+        key = self._keys.get(folded)
+        return None if key is None else self._value[key]
+
+
+_MEMO_KEYS = 16
+
+
+def _fold(keys: tuple[str, ...]) -> dict[str, str]:
+    return {str(k).casefold(): k for k in keys}
+
+
+# Property values of one type share a handful of (small) key sets: fold each set once.
+_folded_keys = functools.lru_cache(maxsize=256)(_fold)
+
+
+def _casefold_view(value: Mapping[str, Any]) -> _CasefoldView:
+    return _CasefoldView(value)
 
 
 def _check_package_channels(
