@@ -1,32 +1,67 @@
 # syntax=docker/dockerfile:1
+# pivoter's image: `pivoter run` as a non-root user, with helm (the helm bundle format renders
+# charts with it) and git (the git bundle source), and exactly the Python packages of
+# requirements.lock. How to build it, with Docker or with podman and no registry at all, and what
+# it weighs: docs/image.md.
+#
 # The Python base, pinned to a patch release: 3.11.10 was the first 3.11 with the fix for tarfile's
 # PAX header ReDoS (CVE-2024-6232); 3.11.14 also carries the tarfile security fixes of 2025
 # (CVE-2025-4517 and related). pivoter guards tar headers itself (provisioners/tarheaders.py) on any
-# interpreter; the pin keeps the image's own Python fixed too. Override: --build-arg PYTHON_IMAGE=.
+# interpreter; the pin keeps the image's own Python fixed too. Any Debian-based image with Python
+# 3.11 and python3 -m venv will do: hack/image/base.sh makes one from Debian's packages.
 ARG PYTHON_IMAGE=python:3.11.14-slim-bookworm
+# Only for building helm from source; unused when the `helm` stage is given as a build context.
+ARG GOLANG_IMAGE=golang:1.26-bookworm
 
-# Build stage: compile wheels (and gRPC stubs) with the build tools, which stay out of the final image.
+# helm, built from source at the version the set-up pins (hack/tools/helm.sh), statically, with its
+# version stamped as helm's own release builds do. To use a binary built elsewhere instead (no Go
+# image needed): --build-context helm=DIR, with DIR/helm (hack/image/helm.sh makes one).
+FROM ${GOLANG_IMAGE} AS helm-build
+ARG HELM_VERSION=v3.21.4
+RUN CGO_ENABLED=0 GOBIN=/out go install -trimpath \
+      -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=${HELM_VERSION}" \
+      "helm.sh/helm/v3/cmd/helm@${HELM_VERSION}"
+FROM scratch AS helm
+COPY --from=helm-build /out/helm /helm
+
+# Build stage: the locked packages into a virtualenv, then pivoter's wheel (its gRPC stubs are
+# generated here, by grpcio-tools from requirements-build.lock). Nothing of this stage but the
+# virtualenv reaches the final image.
 FROM ${PYTHON_IMAGE} AS build
-WORKDIR /src
-COPY pyproject.toml README.md ./
-COPY setup.py* ./
-COPY proto/ proto/
-COPY pivoter/ pivoter/
-COPY resolver/ resolver/
-COPY provisioners/ provisioners/
-RUN pip wheel --no-cache-dir --wheel-dir /wheels .
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
+RUN python3 -m venv /opt/build && python3 -m venv /opt/pivoter
+COPY requirements-build.lock requirements.lock /src/
+# --require-hashes: every package pinned and checked against the sha256 the lock recorded;
+# --no-deps: nothing that is not in the lock (pip check below proves the lock is complete).
+# The only step that downloads (from PyPI, or the index a pip.conf names). Optional build secrets
+# for a network that needs them, never stored in a layer: `pip.conf` (index URL, proxy, `cert =
+# /run/secrets/pip-ca`) and `pip-ca` (a CA bundle), e.g. --secret id=pip.conf,src=FILE.
+RUN --mount=type=secret,id=pip.conf,target=/etc/pip.conf --mount=type=secret,id=pip-ca \
+    /opt/build/bin/pip install --require-hashes --no-deps -r /src/requirements-build.lock \
+ && /opt/pivoter/bin/pip install --require-hashes --no-deps -r /src/requirements.lock
+COPY pyproject.toml setup.py README.md /src/
+COPY proto/ /src/proto/
+COPY pivoter/ /src/pivoter/
+COPY resolver/ /src/resolver/
+COPY provisioners/ /src/provisioners/
+RUN cd /src \
+ && /opt/build/bin/pip wheel --no-deps --no-build-isolation --wheel-dir /wheels . \
+ && /opt/pivoter/bin/pip install --no-deps --no-index /wheels/pivoter-*.whl \
+ && /opt/pivoter/bin/pip check \
+ && /opt/pivoter/bin/pip uninstall --yes pip setuptools
 
-# helm renders charts of the helm bundle format (provisioners/formats/helm); built from source at
-# the version the set-up installs (hack/tools/helm.sh), statically, so only the binary is copied.
-FROM golang:1.26-bookworm AS helm
-RUN CGO_ENABLED=0 GOBIN=/out go install helm.sh/helm/v3/cmd/helm@v3.21.4
-
-# Final stage: slim, non-root, no compilers.
+# Final stage: the base, git, helm, the virtualenv; no compilers, no pip, non-root.
 FROM ${PYTHON_IMAGE}
-RUN useradd --system --uid 65532 --home-dir /var/lib/pivoter --create-home pivoter
-COPY --from=helm /out/helm /usr/local/bin/helm
-COPY --from=build /wheels /wheels
-RUN pip install --no-cache-dir /wheels/*.whl && rm -rf /wheels
+# git and ssh for the git bundle source; hack/image/base.sh's base has them already.
+RUN if ! command -v git >/dev/null || ! command -v ssh >/dev/null; then \
+      apt-get update && apt-get install --yes --no-install-recommends git openssh-client \
+      && rm -rf /var/lib/apt/lists/*; \
+    fi \
+ && useradd --system --uid 65532 --user-group --home-dir /var/lib/pivoter --create-home pivoter
+COPY --from=helm /helm /usr/local/bin/helm
+COPY --from=build /opt/pivoter /opt/pivoter
+# The byte code was compiled at install time; the root filesystem is read-only in the cluster.
+ENV PATH=/opt/pivoter/bin:$PATH PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 USER 65532:65532
 WORKDIR /var/lib/pivoter
 ENTRYPOINT ["pivoter"]

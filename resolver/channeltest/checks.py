@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from resolver.catalog.model import Catalog, Origin
 from resolver.channeltest.findings import Finding, Place, finding
 from resolver.channeltest.graph import ChannelGraph, Path
+from resolver.channeltest.marks import is_downgrade, unreachable_entries
 from resolver.rules.inputs import safe_version
 from resolver.versions import RangeSyntaxError, Version, parse_range
 
@@ -71,6 +72,7 @@ def _paths(graph: ChannelGraph, origin: Origin | None) -> Iterable[Finding]:
                 f"{_where(graph)}: upgrades from {_label(graph, name)} stop at "
                 f"{_label(graph, path.end)} after {path.length} step(s), not at the head "
                 f"{_label(graph, head)}",
+                detail=path.end,
                 **kw,
             )
 
@@ -98,15 +100,9 @@ def _skipped_and_unreachable(graph: ChannelGraph, origin: Origin | None) -> Iter
             origin=origin,
         )
     ordered = graph.by_version()
-    targets = {e.target for e in graph.edges if not _is_downgrade(graph, e.source, e.target)}
-    # An entry someone skips past (skips, skipRange) is bypassed on purpose: not a finding.
-    bypassed = {e.source for e in graph.edges if e.kind != "replaces"}
-    for i, name in enumerate(ordered):
-        if i == 0 or name in targets or name in bypassed or graph.versions.get(name) is None:
-            continue
-        older = [n for n in ordered[:i] if graph.versions.get(n) is not None]
-        if not older:
-            continue
+    for name in unreachable_entries(graph):
+        before = ordered[: ordered.index(name)]
+        older = [n for n in before if graph.versions.get(n) is not None]
         yield finding(
             "unreachable-entry",
             f"{_where(graph)}: no upgrade leads to {_label(graph, name)} although "
@@ -119,16 +115,11 @@ def _skipped_and_unreachable(graph: ChannelGraph, origin: Origin | None) -> Iter
         )
 
 
-def _is_downgrade(graph: ChannelGraph, source: str, target: str) -> bool:
-    a, b = graph.versions.get(source), graph.versions.get(target)
-    return a is not None and b is not None and b < a
-
-
 def _downgrades(graph: ChannelGraph, origin: Origin | None) -> Iterable[Finding]:
     for edge in graph.edges:
         if edge.kind == "skipRange":
             continue  # reported once per skipRange by _skip_ranges
-        if _is_downgrade(graph, edge.source, edge.target):
+        if is_downgrade(graph, edge.source, edge.target):
             yield finding(
                 "downgrade-edge",
                 f"{_where(graph)}: {edge.target} ({graph.versions[edge.target]}) {edge.kind} "
@@ -137,6 +128,7 @@ def _downgrades(graph: ChannelGraph, origin: Origin | None) -> Iterable[Finding]
                 channel=graph.channel,
                 bundle=edge.target,
                 origin=origin,
+                detail=f"{edge.kind} {edge.source}",
             )
 
 
@@ -171,6 +163,7 @@ def _skip_ranges(
                 "skiprange-matches-nothing",
                 f"{_where(graph)}: skipRange {entry.skip_range!r} of {_label(graph, entry.name)} "
                 "contains no version of any bundle of the package",
+                detail=entry.skip_range,
                 **kw,
             )
             continue
@@ -185,5 +178,6 @@ def _skip_ranges(
                 "skiprange-covers-newer",
                 f"{_where(graph)}: skipRange {entry.skip_range!r} of {_label(graph, entry.name)} "
                 f"contains its own or newer versions: {shown}{more}",
+                detail=entry.skip_range,
                 **kw,
             )

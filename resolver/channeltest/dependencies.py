@@ -41,12 +41,25 @@ def check_dependencies(
         try:
             preds = list(requirements(bundle))
         except PredicateError as err:
-            out.append(_unmet(bundle, heads, f"has a requirement that cannot be read: {err}"))
+            what = f"has a requirement that cannot be read: {err}"
+            out.append(_unmet(bundle, heads, what, f"an unreadable requirement ({err})"))
             continue
         for pred in preds:
             if not any(pred(b) for b in _candidates(pred, pool, by_package, providers)):
-                out.append(_unmet(bundle, heads, f"requires a bundle {pred.text}; none exists"))
+                what = f"requires a bundle {pred.text}; none exists"
+                out.append(_unmet(bundle, heads, what, requirement_text(pred)))
     return out
+
+
+def requirement_text(pred: Predicate) -> str:
+    """A requirement in few words: ``cert-manager.io/v1 Certificate``, ``package db >=1.0.0``."""
+    if pred.kind == "gvk" and pred.gvk is not None:
+        gvk = pred.gvk
+        return f"{gvk.group}/{gvk.version} {gvk.kind}" if gvk.group else f"{gvk.version} {gvk.kind}"
+    if pred.kind == "package":
+        _, _, rng = pred.text.partition("in range: ")
+        return f"package {pred.package} {rng}".strip()
+    return pred.text
 
 
 def _candidates(
@@ -62,7 +75,7 @@ def _candidates(
     return pool
 
 
-def _unmet(bundle: Bundle, heads: set[tuple[str, str]], what: str) -> Finding:
+def _unmet(bundle: Bundle, heads: set[tuple[str, str]], what: str, detail: str) -> Finding:
     head = (bundle.package, bundle.name) in heads
     code = "unsatisfied-dependency" if head else "unsatisfied-dependency-old"
     role = "channel head " if head else ""
@@ -72,6 +85,7 @@ def _unmet(bundle: Bundle, heads: set[tuple[str, str]], what: str) -> Finding:
         package=bundle.package,
         bundle=bundle.name,
         origin=bundle.origin,
+        detail=detail,
     )
 
 
@@ -102,6 +116,7 @@ def check_provided_apis(
                 package=names[0],
                 bundle=first.name,
                 origin=first.origin,
+                detail=f"{api} ({', '.join(names)})",
             )
         )
     return out

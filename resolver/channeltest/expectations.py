@@ -19,6 +19,7 @@ file; :func:`check_expectations` turns each statement that does not hold into an
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Mapping
@@ -27,6 +28,7 @@ from typing import Any
 
 from resolver import safedata
 from resolver.catalog.guard import read_text
+from resolver.catalog.model import Origin
 from resolver.channeltest.findings import Finding, finding
 from resolver.channeltest.graph import ChannelGraph
 from resolver.channeltest.report import Report
@@ -63,13 +65,16 @@ class ExpectationError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Expectation:
-    """One statement: its kind, package, channel and arguments, and where it is in the file."""
+    """One statement: its kind, package, channel and arguments, and where it is in the file
+    (``index`` in the ``expect`` list; ``source`` and ``line`` when read from a file)."""
 
     kind: str
     package: str
     channel: str
     args: Mapping[str, str]
     index: int
+    source: str = ""
+    line: int = 0
 
     def describe(self) -> str:
         """The statement as the maintainer wrote it, for messages."""
@@ -81,19 +86,52 @@ def load_expectations(path: str) -> list[Expectation]:
     """Read and check the shape of an expectations file."""
     try:
         # Through the catalog file guard: no FIFO, device or huge file.
-        doc = safedata.load_yaml(
-            read_text(
-                os.path.dirname(os.path.realpath(path)),  # a file named by the user: links ok
-                path,
-                max_bytes=MAX_EXPECTATIONS_BYTES,
-                what="expectations file",
-            )
+        text = read_text(
+            os.path.dirname(os.path.realpath(path)),  # a file named by the user: links ok
+            path,
+            max_bytes=MAX_EXPECTATIONS_BYTES,
+            what="expectations file",
         )
+        doc = safedata.load_yaml(text)
     except OSError as err:  # RefusedFile included
         raise ExpectationError(f"{path}: cannot read: {err.strerror}") from None
     except safedata.SafeDataError as err:
         raise ExpectationError(f"{path}: not valid YAML: {err}") from None
-    return parse_expectations(doc, path)
+    statements = parse_expectations(doc, path)
+    lines = statement_lines(text, len(statements))
+    return [dataclasses.replace(e, source=path, line=lines[e.index]) for e in statements]
+
+
+_EXPECT_KEY = re.compile(r"""^["']?expect["']?\s*:""")
+
+
+def statement_lines(text: str, count: int) -> list[int]:
+    """The 1-based line of each of the ``count`` items of the top-level ``expect`` list, as far
+    as the text shows it (block style: each ``-`` item's line; flow style: the ``expect:`` line;
+    0 where it cannot tell)."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if _EXPECT_KEY.match(line)), None)
+    if start is None:
+        return [0] * count
+    rest = lines[start][lines[start].index(":") + 1 :].strip()
+    if rest.startswith("["):
+        return [start + 1] * count
+    out: list[int] = []
+    indent: int | None = None
+    for number, line in enumerate(lines[start + 1 :], start + 2):
+        stripped = line.lstrip(" ")
+        if not stripped or stripped.startswith("#"):
+            continue
+        here = len(line) - len(stripped)
+        if indent is None:
+            if not stripped.startswith("-"):
+                break
+            indent = here
+        if here < indent or (here == indent and not stripped.startswith("-")):
+            break
+        if here == indent:
+            out.append(number)
+    return (out + [0] * count)[:count]
 
 
 def parse_expectations(doc: Any, source: str = "expectations") -> list[Expectation]:
@@ -154,6 +192,7 @@ def check_expectations(report: Report, expectations: list[Expectation]) -> list[
                     f"{exp.describe()}: {problem}",
                     package=exp.package,
                     channel=exp.channel,
+                    origin=Origin(exp.source, exp.line) if exp.source else None,
                 )
             )
     return out

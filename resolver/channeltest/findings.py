@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, TypedDict
 
 from resolver.catalog.model import Origin
+from resolver.channeltest.graph import node_id
 
 ERROR = "error"
 """A defect that breaks users: they cannot install, upgrade, or reach the head."""
@@ -105,13 +106,23 @@ class Finding:
     channel: str = ""
     bundle: str = ""
     origin: Origin | None = None
+    detail: str = ""
+    """What the finding is about besides its bundle, short and stable (the requirement, the
+    edge, where a path ends): what :mod:`resolver.channeltest.grouping` lists for a group."""
 
     def __str__(self) -> str:
         where = f"{self.origin}: " if self.origin else ""
         return f"{where}{self.severity}: {self.message} [{self.code}]"
 
+    @property
+    def identity(self) -> tuple[str, str, str, str]:
+        """What makes two findings the same defect across two versions of a catalog: code,
+        package, channel and bundle (never the message, whose wording may change)."""
+        return (self.code, self.package, self.channel, self.bundle)
+
     def to_dict(self) -> dict[str, Any]:
-        """The finding as plain data (``-o json``)."""
+        """The finding as plain data (``-o json``); ``node`` is the id of the bundle's node in
+        the channel's drawing (:func:`resolver.channeltest.graph.node_id`), when there is one."""
         return {
             "severity": self.severity,
             "code": self.code,
@@ -119,6 +130,8 @@ class Finding:
             "package": self.package,
             "channel": self.channel,
             "bundle": self.bundle,
+            "detail": self.detail,
+            "node": node_id(self.channel, self.bundle) if self.channel and self.bundle else "",
             "file": self.origin.path if self.origin else "",
             "line": self.origin.line if self.origin else 0,
         }
@@ -132,7 +145,8 @@ def finding(
     channel: str = "",
     bundle: str = "",
     origin: Origin | None = None,
+    detail: str = "",
 ) -> Finding:
     """Build a finding of ``code`` with the severity :data:`CODES` gives it."""
     severity, _ = CODES[code]
-    return Finding(severity, code, message, package, channel, bundle, origin)
+    return Finding(severity, code, message, package, channel, bundle, origin, detail)

@@ -12,6 +12,7 @@ Built by :mod:`resolver.channeltest.checks`, the diff and the graph renderers.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -20,6 +21,23 @@ from resolver.catalog.model import ChannelEntry as Entry
 from resolver.rules.channels import is_successor
 from resolver.rules.inputs import safe_version
 from resolver.versions import Version
+
+_NODE_UNSAFE = re.compile(r"[^A-Za-z0-9.-]")
+
+
+def node_id(channel: str, bundle: str) -> str:
+    """The id of ``bundle``'s node in the drawing of ``channel`` (SVG ``id``, URL fragment).
+
+    Letters, digits, ``.`` and ``-`` are kept; any other character becomes ``_`` and six hex
+    digits, so an escaped name never holds ``__``, the separator: two different (channel,
+    bundle) pairs never share an id, and the id needs no escaping in HTML, SVG or a URL.
+    """
+
+    def safe(text: str) -> str:
+        return _NODE_UNSAFE.sub(lambda m: f"_{ord(m.group()):06x}", text)
+
+    return f"node-{safe(channel)}__{safe(bundle)}"
+
 
 REPLACES = "replaces"
 SKIPS = "skips"

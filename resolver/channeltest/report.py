@@ -3,7 +3,9 @@ check, and the upgrade paths of every entry.
 
 :func:`run_catalog_test` returns a :class:`Report`: findings (validation and load problems first,
 then errors, then warnings) and, per channel, every entry's next upgrade and path to the head.
-Called by ``pivoter catalog test``, the template checks, the bench and the tests.
+:meth:`Report.groups` says them once per package and defect
+(:mod:`resolver.channeltest.grouping`); the summary counts groups. Called by ``pivoter catalog
+test``, the template checks, the ``/ui/`` pages, the bench and the tests.
 """
 
 from __future__ import annotations
@@ -19,7 +21,11 @@ from resolver.channeltest.checks import check_channel
 from resolver.channeltest.dependencies import check_dependencies, check_provided_apis
 from resolver.channeltest.findings import ERROR, WARNING, Finding
 from resolver.channeltest.graph import ChannelGraph, channel_graphs
+from resolver.channeltest.grouping import FindingGroup, group_findings
+from resolver.channeltest.locate import locate
 from resolver.channeltest.packages import check_package
+from resolver.rules.inputs import safe_version
+from resolver.versions import Version
 
 VALIDATION_PREFIX = "validation."
 
@@ -32,6 +38,21 @@ class Report:
     findings: list[Finding]
     graphs: list[ChannelGraph] = field(default_factory=list)
     defaults: dict[str, str] = field(default_factory=dict)
+    versions: dict[tuple[str, str], Version] = field(default_factory=dict)
+    """(package, bundle) -> version, for every bundle of the catalog with a valid version."""
+    changed: dict[str, Any] | None = None
+    """With ``--changed-since``/``--changed-files``: the ref, the changed files, the packages
+    they touch and the other packages with findings the change introduced
+    (:mod:`resolver.channeltest.changes`)."""
+
+    def version_of(self, package: str, bundle: str) -> Version | None:
+        """The version of ``bundle`` of ``package`` (None when unknown)."""
+        return self.versions.get((package, bundle))
+
+    def groups(self) -> list[FindingGroup]:
+        """The findings once per package and defect (errors first, as the findings are)."""
+        heads = {(g.package, g.channel): g.head for g in self.graphs if g.head}
+        return group_findings(self.findings, self.version_of, heads)
 
     @property
     def errors(self) -> list[Finding]:
@@ -79,22 +100,41 @@ class Report:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        """The whole report as plain data."""
+        """The whole report as plain data: every single finding in ``errors``/``warnings`` (as
+        before grouping), the groups in ``groups`` and both counts in ``counts``."""
+        groups = self.groups()
         return {
             "catalog": self.catalog,
             "passed": not self.errors,
             "errors": [f.to_dict() for f in self.errors],
             "warnings": [f.to_dict() for f in self.warnings],
+            "groups": [g.to_dict() for g in groups],
+            "counts": self.counts(groups),
             "channels": self.channels_data(),
-            "summary": self.summary(),
+            "summary": self.summary(groups),
+        } | ({"changed": self.changed} if self.changed is not None else {})
+
+    def counts(self, groups: list[FindingGroup] | None = None) -> dict[str, int]:
+        """Grouped errors and warnings (``errors``, ``warnings``) and single findings
+        (``error_findings``, ``warning_findings``)."""
+        groups = self.groups() if groups is None else groups
+        return {
+            "errors": sum(g.severity == ERROR for g in groups),
+            "warnings": sum(g.severity == WARNING for g in groups),
+            "error_findings": len(self.errors),
+            "warning_findings": len(self.warnings),
         }
 
-    def summary(self) -> str:
-        """One line: how many channels, errors and warnings."""
-        return (
+    def summary(self, groups: list[FindingGroup] | None = None) -> str:
+        """One line: how many channels, errors and warnings (grouped; single findings after)."""
+        c = self.counts(groups)
+        text = (
             f"{self.catalog}: {len(self.graphs)} channel(s) tested, "
-            f"{len(self.errors)} error(s), {len(self.warnings)} warning(s)"
+            f"{c['errors']} error(s), {c['warnings']} warning(s)"
         )
+        if (c["errors"], c["warnings"]) != (c["error_findings"], c["warning_findings"]):
+            text += f" (from {c['error_findings']} and {c['warning_findings']} single findings)"
+        return text
 
 
 def run_catalog_test(
@@ -104,11 +144,14 @@ def run_catalog_test(
     package: str | None = None,
     channel: str | None = None,
     load_problems: Sequence[Problem] = (),
+    root: str | None = None,
 ) -> Report:
     """Run every check of ``catalog test`` on ``catalog`` (restricted to a package/channel).
 
     ``others`` are the ``--with`` catalogs: they may satisfy dependencies and claim APIs.
     ``load_problems`` (from :func:`resolver.channeltest.loading.load_for_test`) are reported first.
+    ``root``, the directory the catalog's origins are relative to, lets findings point at their
+    entry's line (:func:`resolver.channeltest.locate.locate`).
     """
     findings: list[Finding] = [
         Finding(ERROR, VALIDATION_PREFIX + ("io" if p.io else "load"), p.message, origin=p.origin)
@@ -145,7 +188,15 @@ def run_catalog_test(
     checked.extend(check_provided_apis(catalog, others, scope))
     checked.sort(key=lambda f: (f.severity != ERROR, f.package, f.channel, f.code, f.bundle))
     defaults = {p.name: p.default_channel for p in catalog.packages}
-    return Report(catalog.name, findings + checked, graphs, defaults)
+    found = findings + checked
+    if root is not None:
+        found = locate(found, catalog, root)
+    versions = {}
+    for b in catalog.bundles:
+        version = safe_version(b.version)
+        if version is not None:
+            versions[(b.package, b.name)] = version
+    return Report(catalog.name, found, graphs, defaults, versions)
 
 
 def _subject_package(subject: object) -> str:

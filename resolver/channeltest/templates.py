@@ -182,6 +182,7 @@ def _unresolved(image: str, rel: str, package: str = "") -> Finding:
         "version: its name and version are unknown without pulling it",
         package=package,
         origin=Origin(rel),
+        detail=image,
     )
 
 
@@ -210,8 +211,15 @@ def _expand_basic(doc: dict[str, Any], images: _Images, rel: str) -> Expanded:
         try:
             objects.append(decode_object(entry, Origin(rel, 0)))
         except DecodeError as err:
+            # The entry's name or image, when it has one, lets the report find its line.
+            named = entry.get("name") or entry.get("image") or ""
             findings.append(
-                finding("template-skipped", f"{rel}: entries[{i}]: {err}", origin=Origin(rel))
+                finding(
+                    "template-skipped",
+                    f"{rel}: entries[{i}]: {err}",
+                    origin=Origin(rel),
+                    detail=named if isinstance(named, str) else "",
+                )
             )
     return Expanded(rel, BASIC, assemble(objects, os.path.basename(rel)), findings)
 

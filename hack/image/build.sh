@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Builds pivoter's image with podman from the Dockerfile, with no Docker and no public registry:
+# the base is made from Debian packages (hack/image/base.sh) and helm is built with the host's Go
+# (hack/image/helm.sh, given to the Dockerfile's `helm` stage as a build context). The build
+# context is a clean copy of the repository's tracked files (as a fresh clone has them, with their
+# working-tree contents), so nothing generated or untracked reaches the image.
+# Prints the image's ID on stdout; progress goes to stderr. See docs/image.md.
+# Usage: hack/image/build.sh [--tag IMAGE] [--registry HOST:PORT] [--push]
+#   --registry: push the base there and build FROM it (a plain-http registry on loopback)
+#   --push:     also push the built image to --registry, as IMAGE
+set -euo pipefail
+here=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$here"
+# shellcheck source=hack/lib.sh
+source hack/lib.sh
+
+tag=localhost/pivoter:dev registry="" push=false
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --tag) tag=$2; shift 2 ;;
+    --registry) registry=$2; shift 2 ;;
+    --push) push=true; shift ;;
+    *) die "unknown argument: $1 (see the usage in $0)" ;;
+  esac
+done
+$push && [[ -z $registry ]] && die "--push needs --registry"
+podman=(hack/image/podman.sh)
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# The base: imported once per base tarball (its name carries the key of its package list).
+tarball=$(hack/image/base.sh)
+key=$(basename "$tarball" .tar)
+base=localhost/pivoter-base:${key#base-}
+"${podman[@]}" image exists "$base" || "${podman[@]}" import --quiet "$tarball" "$base" >/dev/null
+pull=()
+if [[ -n $registry ]]; then
+  "${podman[@]}" push --quiet --tls-verify=false "$base" "$registry/pivoter-base:${key#base-}"
+  base=$registry/pivoter-base:${key#base-}
+  pull=(--tls-verify=false)
+fi
+
+# A clean build context: the tracked files only.
+git ls-files -z | while IFS= read -r -d '' path; do
+  [[ -e $path ]] || continue # deleted in the work tree
+  mkdir -p "$work/context/$(dirname "$path")"
+  cp -p "$path" "$work/context/$path"
+done
+
+# pip inside the build reaches the network the way pip on this host does: the host's index URL and
+# CA bundle (where TLS to the index is intercepted) are passed as build secrets, never stored.
+secrets=()
+if [[ -n ${PIP_INDEX_URL:-} || -n ${PIP_CERT:-} ]]; then
+  {
+    echo "[global]"
+    [[ -n ${PIP_INDEX_URL:-} ]] && echo "index-url = $PIP_INDEX_URL"
+    [[ -n ${PIP_CERT:-} ]] && echo "cert = /run/secrets/pip-ca"
+  } >"$work/pip.conf"
+  secrets+=(--secret "id=pip.conf,src=$work/pip.conf")
+  [[ -n ${PIP_CERT:-} ]] && secrets+=(--secret "id=pip-ca,src=$PIP_CERT")
+fi
+
+helm_dir=$(hack/image/helm.sh)
+log "building $tag from $base"
+start=$(date +%s)
+"${podman[@]}" build --network host --layers "${pull[@]}" "${secrets[@]}" \
+  --build-arg "PYTHON_IMAGE=$base" --build-context "helm=$helm_dir" \
+  --iidfile "$work/iid" --tag "$tag" "$work/context" >&2 || die "podman build failed (see above)"
+log "built $tag in $(($(date +%s) - start)) s"
+if $push; then
+  "${podman[@]}" push --quiet --tls-verify=false "$tag" "$registry/${tag#*/}" >&2
+fi
+cat "$work/iid"
+echo
