@@ -24,10 +24,23 @@ RUN CGO_ENABLED=0 GOBIN=/out go install -trimpath \
 FROM scratch AS helm
 COPY --from=helm-build /out/helm /helm
 
+# What pivoter runs besides Python, on any Debian-based PYTHON_IMAGE: git and ssh (the git bundle
+# source) and libstdc++ (the C++ extensions of python-sat, google-re2 and grpcio-tools' protoc).
+# Installed from Debian only where missing: hack/image/base.sh's base has them all.
+FROM ${PYTHON_IMAGE} AS base
+RUN missing=""; \
+    command -v git >/dev/null || missing="$missing git"; \
+    command -v ssh >/dev/null || missing="$missing openssh-client"; \
+    ldconfig -p | grep -q 'libstdc++\.so\.6' || missing="$missing libstdc++6"; \
+    if [ -n "$missing" ]; then \
+      apt-get update && apt-get install --yes --no-install-recommends $missing \
+      && rm -rf /var/lib/apt/lists/*; \
+    fi
+
 # Build stage: the locked packages into a virtualenv, then pivoter's wheel (its gRPC stubs are
 # generated here, by grpcio-tools from requirements-build.lock). Nothing of this stage but the
 # virtualenv reaches the final image.
-FROM ${PYTHON_IMAGE} AS build
+FROM base AS build
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 RUN python3 -m venv /opt/build && python3 -m venv /opt/pivoter
 COPY requirements-build.lock requirements.lock /src/
@@ -50,14 +63,9 @@ RUN cd /src \
  && /opt/pivoter/bin/pip check \
  && /opt/pivoter/bin/pip uninstall --yes pip setuptools
 
-# Final stage: the base, git, helm, the virtualenv; no compilers, no pip, non-root.
-FROM ${PYTHON_IMAGE}
-# git and ssh for the git bundle source; hack/image/base.sh's base has them already.
-RUN if ! command -v git >/dev/null || ! command -v ssh >/dev/null; then \
-      apt-get update && apt-get install --yes --no-install-recommends git openssh-client \
-      && rm -rf /var/lib/apt/lists/*; \
-    fi \
- && useradd --system --uid 65532 --user-group --home-dir /var/lib/pivoter --create-home pivoter
+# Final stage: the base, helm, the virtualenv; no compilers, no pip, non-root.
+FROM base
+RUN useradd --system --uid 65532 --user-group --home-dir /var/lib/pivoter --create-home pivoter
 COPY --from=helm /helm /usr/local/bin/helm
 COPY --from=build /opt/pivoter /opt/pivoter
 # The byte code was compiled at install time; the root filesystem is read-only in the cluster.

@@ -11,8 +11,9 @@ cd "$(dirname "$0")/../.."
 source hack/lib.sh
 
 SUITE=bookworm
-# python3-venv: the build stage makes the virtualenv; git and openssh-client: the git bundle source.
-PACKAGES=python3,python3-venv,ca-certificates,git,openssh-client
+# python3-venv: the build stage makes the virtualenv; git and openssh-client: the git bundle source;
+# libstdc++6: the C++ extensions of the locked wheels (python-sat, google-re2, grpcio-tools).
+PACKAGES=python3,python3-venv,ca-certificates,git,openssh-client,libstdc++6
 # What a container never reads: documentation (copyright files kept), manuals, translations.
 EXCLUDES=(
   path-exclude=/usr/share/doc/*
@@ -26,7 +27,7 @@ EXCLUDES=(
 
 # After installing: caches and logs, and perl's module library (about 47 MB), which git depends on
 # only for commands pivoter never runs (send-email, svn, ...); perl-base, which dpkg uses, stays.
-CLEANUP='rm -rf "$1"/var/cache/* "$1"/var/log/* "$1"/var/lib/apt/lists/* "$1"/usr/share/perl/5.* "$1"/usr/lib/x86_64-linux-gnu/perl/5.*'
+CLEANUP='rm -rf "$1"/var/cache/* "$1"/var/log/* "$1"/var/lib/apt/lists/* "$1"/usr/share/perl/5.* "$1"/usr/lib/*-linux-gnu/perl/5.*'
 
 key=$(cat "$0" | sha256sum | cut -c1-16)
 out_dir="$PIVOTER_CACHE/image"

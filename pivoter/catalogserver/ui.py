@@ -5,13 +5,19 @@ Server-rendered HTML (no scripts, one small stylesheet inline); graphs are SVG l
 graphviz's ``dot`` when it is installed (``hack/tools.sh graphviz``), else shown as Mermaid text.
 Pages: ``/ui/`` (packages), ``/ui/findings``, ``/ui/p/<package>``, ``/ui/p/<package>/c/<channel>``
 (+ ``/graph.svg``), ``/ui/p/<package>/b/<bundle>``. The ``catalog test`` report is computed once
-per served snapshot. Called by :mod:`pivoter.catalogserver.httpserver` for paths under ``/ui``.
+per served snapshot; findings are listed once per package and defect (the single findings under
+each group). A channel page holds its graph inline, with stranded entries, entries that do not
+reach the head, unreachable entries and downgrade edges drawn apart and a legend
+(:mod:`resolver.channeltest.render`), and each finding links to its node (``#node-...``, the
+node's SVG id), which the page outlines when it is the target. Called by
+:mod:`pivoter.catalogserver.httpserver` for paths under ``/ui``.
 """
 
 from __future__ import annotations
 
 import html
 import json
+import re
 import shutil
 import subprocess
 import threading
@@ -20,9 +26,16 @@ from http import HTTPStatus
 from urllib.parse import quote, unquote
 
 from resolver.catalog.model import Catalog
-from resolver.channeltest.findings import Finding
-from resolver.channeltest.graph import channel_graphs
-from resolver.channeltest.render import GraphTooLarge, to_dot, to_mermaid
+from resolver.channeltest.graph import channel_graphs, node_id
+from resolver.channeltest.grouping import FindingGroup
+from resolver.channeltest.marks import (
+    DOWNGRADE,
+    MEANINGS,
+    UNREACHABLE,
+    Marks,
+    channel_marks,
+)
+from resolver.channeltest.render import MARK_COLOURS, GraphTooLarge, to_dot, to_mermaid
 from resolver.channeltest.report import Report, run_catalog_test
 
 GRAPH_TIMEOUT = 20.0
@@ -35,7 +48,13 @@ table{border-collapse:collapse;margin:.5em 0} td,th{border:1px solid #ccc;paddin
 text-align:left;vertical-align:top} th{background:#f3f3f3}
 .error{color:#b00020} .warning{color:#8a6d00} .muted{color:#777} nav{margin-bottom:1em}
 pre{background:#f7f7f7;padding:.5em;overflow:auto;max-height:30em} .graph{overflow:auto}
+details{margin:.2em 0} .legend span{display:inline-block;margin-right:1.2em}
+.swatch{display:inline-block;width:1.4em;height:.9em;vertical-align:middle;margin-right:.3em}
+g.node:target path,g.node:target polygon{stroke:#0b5cad;stroke-width:5px}
 """
+
+_UNSAFE_SVG = re.compile(r"<script|<foreignObject|\son[a-z]+\s*=|javascript:", re.IGNORECASE)
+"""What graphviz never writes and an inline SVG must not hold (the page stays script-free)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +137,7 @@ def render(path: str, catalog: Catalog, name: str) -> Page:
 def _index(catalog: Catalog, name: str) -> Page:
     report = _REPORTS.get(catalog)
     errors = {f.package for f in report.errors}
+    counts = report.counts()
     rows = []
     for pkg in sorted(catalog.packages, key=lambda p: p.name):
         channels = catalog.channels_of(pkg.name)
@@ -130,26 +150,49 @@ def _index(catalog: Catalog, name: str) -> Page:
     body = (
         f"<p>Catalog <b>{_e(name)}</b>: {len(catalog.packages)} packages. "
         f'<a href="/ui/findings">catalog test findings</a>: '
-        f'<span class="error">{len(report.errors)} error(s)</span>, '
-        f'<span class="warning">{len(report.warnings)} warning(s)</span>.</p>'
+        f'<span class="error">{counts["errors"]} error(s)</span>, '
+        f'<span class="warning">{counts["warnings"]} warning(s)</span> '
+        f'<span class="muted">(from {counts["error_findings"]} and '
+        f"{counts['warning_findings']} single findings)</span>.</p>"
         "<table><tr><th>package</th><th>default channel</th><th>channels</th><th>bundles</th>"
         f"</tr>{''.join(rows)}</table>"
     )
     return _layout(f"Catalog {name}", body, [("packages", "/ui/")])
 
 
-def _finding_rows(findings: list[Finding]) -> str:
+def _node_href(group: FindingGroup, here: tuple[str, str] | None) -> str:
+    """Where a finding's node is drawn: ``#node-...`` on its own channel page, else that page."""
+    node = group.node
+    first = group.findings[0]
+    channel = group.channel or first.channel
+    if not node or not group.package or not channel:
+        return ""
+    if here == (group.package, channel):
+        return f"#{node}"
+    return f"/ui/p/{_u(group.package)}/c/{_u(channel)}#{node}"
+
+
+def _finding_rows(groups: list[FindingGroup], here: tuple[str, str] | None = None) -> str:
     rows = []
-    for f in findings:
+    for g in groups:
         where = ""
-        if f.package:
-            where = f'<a href="/ui/p/{_u(f.package)}">{_e(f.package)}</a>'
-            if f.channel:
-                href = f"/ui/p/{_u(f.package)}/c/{_u(f.channel)}"
-                where += f' / <a href="{href}">{_e(f.channel)}</a>'
+        if g.package:
+            where = f'<a href="/ui/p/{_u(g.package)}">{_e(g.package)}</a>'
+            if g.channel:
+                href = f"/ui/p/{_u(g.package)}/c/{_u(g.channel)}"
+                where += f' / <a href="{href}">{_e(g.channel)}</a>'
+        node = _node_href(g, here)
+        if node:
+            where += f' / <a class="node-link" href="{node}">{_e(g.findings[0].bundle)}</a>'
+        message = _e(g.message)
+        if len(g.findings) > 1:
+            items = "".join(f"<li>{_e(f.message)}</li>" for f in g.findings)
+            message += (
+                f"<details><summary>{len(g.findings)} findings</summary><ul>{items}</ul></details>"
+            )
         rows.append(
-            f'<tr><td class="{_e(f.severity)}">{_e(f.severity)}</td><td>{_e(f.code)}</td>'
-            f"<td>{where}</td><td>{_e(f.message)}</td></tr>"
+            f'<tr><td class="{_e(g.severity)}">{_e(g.severity)}</td><td>{_e(g.code)}</td>'
+            f"<td>{where}</td><td>{message}</td></tr>"
         )
     head = "<tr><th>severity</th><th>code</th><th>where</th><th>message</th></tr>"
     return f"<table>{head}{''.join(rows)}</table>" if rows else "<p>No findings.</p>"
@@ -157,10 +200,13 @@ def _finding_rows(findings: list[Finding]) -> str:
 
 def _findings(catalog: Catalog, name: str) -> Page:
     report = _REPORTS.get(catalog)
+    groups = report.groups()
+    errors = [g for g in groups if g.severity == "error"]
+    warnings = [g for g in groups if g.severity != "error"]
     body = (
-        f"<h2 class='error'>Errors ({len(report.errors)})</h2>{_finding_rows(report.errors)}"
-        f"<h2 class='warning'>Warnings ({len(report.warnings)})</h2>"
-        f"{_finding_rows(report.warnings)}"
+        f"<h2 class='error'>Errors ({len(errors)})</h2>{_finding_rows(errors)}"
+        f"<h2 class='warning'>Warnings ({len(warnings)})</h2>"
+        f"{_finding_rows(warnings)}"
     )
     return _layout(f"catalog test: {name}", body, [("packages", "/ui/"), ("findings", "")])
 
@@ -184,7 +230,7 @@ def _package(catalog: Catalog, package: str) -> Page:
         f'<span class="muted">{_e(b.version)}</span></li>'
         for b in sorted(catalog.bundles_of(package), key=lambda b: b.name)
     )
-    mine = [f for f in report.findings if f.package == package]
+    mine = [g for g in report.groups() if g.package == package]
     description = _e(pkg.description[:2000]) if pkg is not None else ""
     body = (
         f"<pre>{description}</pre>" * bool(description)
@@ -197,12 +243,27 @@ def _package(catalog: Catalog, package: str) -> Page:
     return _layout(f"Package {package}", body, [("packages", "/ui/"), (package, "")])
 
 
+def _legend(marks: Marks) -> str:
+    """The marks of this channel in the drawing's colours, for when the drawing is not inline
+    (graphviz draws its own legend below the graph)."""
+    spans = []
+    for kind in marks.kinds():
+        fill, line = MARK_COLOURS[kind]
+        dash = "dashed" if kind == UNREACHABLE else "solid"
+        spans.append(
+            f'<span class="mark-{kind}"><span class="swatch" style="background:'
+            f'{fill or "#fff"};border:2px {dash} {line}"></span>{_e(MEANINGS[kind])}</span>'
+        )
+    return f'<p class="legend">{"".join(spans)}</p>' if spans else ""
+
+
 def _channel(catalog: Catalog, package: str, channel: str) -> Page:
     report = _REPORTS.get(catalog)
     graph = report.graph(package, channel)
     if graph is None:
         return _not_found(f"package {package!r} has no channel {channel!r}")
     svg_href = f"/ui/p/{_u(package)}/c/{_u(channel)}/graph.svg"
+    marks = channel_marks(graph)
     rows = []
     for name in reversed(graph.by_version()):
         path = graph.path(name)
@@ -213,34 +274,48 @@ def _channel(catalog: Catalog, package: str, channel: str) -> Page:
             if ok or name == graph.head
             else ' <span class="error">does not reach the head</span>'
         )
+        kinds = marks.of(name)
+        classes = " ".join(f"mark-{k}" for k in kinds)
+        shown = ", ".join(MEANINGS[k] for k in kinds)
+        node = node_id(channel, name)
         rows.append(
-            f'<tr><td><a href="/ui/p/{_u(package)}/b/{_u(name)}">{_e(name)}</a></td>'
-            f"<td>{_e(graph.versions.get(name) or '')}</td><td>{path.length}</td>"
-            f"<td>{_e(route)}{flag}</td></tr>"
+            f'<tr class="{classes}"><td><a href="/ui/p/{_u(package)}/b/{_u(name)}">{_e(name)}</a>'
+            f"</td><td>{_e(graph.versions.get(name) or '')}</td><td>{path.length}</td>"
+            f"<td>{_e(route)}{flag}</td>"
+            f'<td><a href="#{node}">{_e(shown) or "node"}</a></td></tr>'
         )
-    mine = [f for f in report.findings if f.package == package and f.channel == channel]
+    downgrades = "".join(f"<li>{_e(s)} → {_e(t)}</li>" for s, t in sorted(marks.downgrades))
+    mine = [g for g in report.groups() if g.package == package and g.channel == channel]
+    drawing = _inline_graph(catalog, package, channel, svg_href)
+    if not drawing.startswith("<svg"):
+        drawing = _legend(marks) + drawing
     body = (
         f"<p>Head: <b>{_e(graph.head or 'none')}</b>. Solid: replaces; dotted: skips; dashed: "
-        f'skipRange.</p><div class="graph"><img id="graph" alt="upgrade graph of {_e(channel)}" '
-        f'src="{svg_href}"></div><h2>Findings</h2>{_finding_rows(mine)}'
-        "<h2>Paths to the head</h2><table><tr><th>installed</th><th>version</th><th>steps</th>"
-        f"<th>path</th></tr>{''.join(rows)}</table>"
+        f'skipRange. <a href="{svg_href}">The graph alone (SVG)</a>.</p>'
+        f'<div class="graph" id="graph">{drawing}</div>'
+        f"<h2>Findings</h2>{_finding_rows(mine, (package, channel))}"
+        + (f"<h2>{_e(MEANINGS[DOWNGRADE])}</h2><ul>{downgrades}</ul>" if downgrades else "")
+        + "<h2>Paths to the head</h2><table><tr><th>installed</th><th>version</th><th>steps</th>"
+        f"<th>path</th><th>drawn</th></tr>{''.join(rows)}</table>"
     )
     crumbs = [("packages", "/ui/"), (package, f"/ui/p/{_u(package)}"), (channel, "")]
     return _layout(f"Channel {channel} of {package}", body, crumbs)
 
 
-def _graph_svg(catalog: Catalog, package: str, channel: str) -> Page:
+def _layout_svg(catalog: Catalog, package: str, channel: str) -> tuple[bytes, bool]:
+    """The channel's drawing as SVG, and whether graphviz drew it (False: a message drawn as
+    SVG text, e.g. graphviz missing, too large, too slow)."""
     graphs = channel_graphs(catalog, package, channel)
     pkg = catalog.package(package)
     default = pkg.default_channel if pkg is not None else ""
     try:
         text = to_dot(graphs, default)
     except GraphTooLarge as err:
-        return _svg_message(str(err))
+        return _svg_message(str(err)).body, False
     dot = shutil.which("dot")
     if dot is None:
-        return _svg_message("graphviz is not installed; Mermaid:\n" + to_mermaid(graphs, default))
+        message = "graphviz is not installed; Mermaid:\n" + to_mermaid(graphs, default)
+        return _svg_message(message).body, False
     try:
         done = subprocess.run(
             [dot, "-Tsvg"],
@@ -250,10 +325,27 @@ def _graph_svg(catalog: Catalog, package: str, channel: str) -> Page:
             check=False,
         )
     except subprocess.TimeoutExpired:
-        return _svg_message(f"graphviz took more than {GRAPH_TIMEOUT:g} s for this channel")
+        message = f"graphviz took more than {GRAPH_TIMEOUT:g} s for this channel"
+        return _svg_message(message).body, False
     if done.returncode != 0:
-        return _svg_message("graphviz failed: " + done.stderr.decode(errors="replace"))
-    return Page(HTTPStatus.OK, done.stdout, "image/svg+xml")
+        return _svg_message("graphviz failed: " + done.stderr.decode(errors="replace")).body, False
+    return done.stdout, True
+
+
+def _inline_graph(catalog: Catalog, package: str, channel: str, svg_href: str) -> str:
+    """The drawing inline (so ``#node-...`` links reach its nodes), or as an image when it is
+    not graphviz's own SVG or holds anything a script-free page must not."""
+    svg, drawn = _layout_svg(catalog, package, channel)
+    text = svg.decode(errors="replace")
+    start = text.find("<svg")
+    if not drawn or start < 0 or _UNSAFE_SVG.search(text):
+        return f'<img alt="upgrade graph of {_e(channel)}" src="{svg_href}">'
+    return text[start:]
+
+
+def _graph_svg(catalog: Catalog, package: str, channel: str) -> Page:
+    svg, _ = _layout_svg(catalog, package, channel)
+    return Page(HTTPStatus.OK, svg, "image/svg+xml")
 
 
 def _svg_message(text: str) -> Page:

@@ -99,12 +99,10 @@ def test_in_a_headless_browser(ui_url: str) -> None:
             assert page.title() == "Package aws-neuron-operator"
             page.click("table >> text=Fast")
             assert page.title() == "Channel Fast of aws-neuron-operator"
-            page.wait_for_function(
-                "document.getElementById('graph').complete"
-                " && document.getElementById('graph').naturalWidth > 200"
-            )
+            page.wait_for_selector("#graph svg")
+            assert page.evaluate("document.querySelector('#graph svg').getBBox().width") > 200
             page.screenshot(path=str(ARTIFACTS / "channel.png"), full_page=True)
-            page.click("a:text-is('aws-neuron-operator.v0.1.2') >> nth=0")
+            page.click("a[href='/ui/p/aws-neuron-operator/b/aws-neuron-operator.v0.1.2'] >> nth=0")
             assert page.title() == "Bundle aws-neuron-operator.v0.1.2"
             page.click("nav >> text=packages")
             assert page.title() == "Catalog community"
@@ -114,3 +112,45 @@ def test_in_a_headless_browser(ui_url: str) -> None:
         finally:
             browser.close()
     assert (ARTIFACTS / "channel.png").stat().st_size > 10_000
+
+
+STRANDED_NODE = "node-Fast__aws-neuron-operator.v0.1.2"
+
+
+@pytest.mark.tools  # Debian's chromium
+def test_browser_channel_page_marks_the_stranded_entry(ui_url: str) -> None:
+    """The stranded entry 0.1.2 of aws-neuron-operator's Fast channel is drawn in the stranded
+    colours, the legend says so, and the stranded-entry finding links to that very node, which
+    the page then outlines (CSS :target)."""
+    chromium = str(tool("chromium"))
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.goto(ui_url + "/ui/p/aws-neuron-operator/c/Fast")
+            node = page.locator(f"[id='{STRANDED_NODE}']")
+            node.wait_for()
+            shape = node.locator("path").first
+            assert shape.get_attribute("fill") == "#f8c4c4"  # stranded: red fill, red line
+            assert shape.get_attribute("stroke") == "#b00020"
+            assert "stranded: users are never upgraded" in node.inner_html()  # its tooltip
+            legend = page.locator("#graph svg").inner_html()  # graphviz draws it below the graph
+            assert "stranded: users are never upgraded" in legend
+            assert "downgrade edge" in legend
+            # the 0.0.5 -> 0.1.2 edge is drawn as a downgrade
+            assert page.locator("#graph svg g.edge text", has_text="downgrade").count() == 1
+            row = page.locator("tr", has=page.locator("td", has_text="stranded-entry"))
+            link = row.locator("a.node-link")
+            assert link.get_attribute("href") == f"#{STRANDED_NODE}"
+            before = shape.evaluate("e => getComputedStyle(e).strokeWidth")
+            link.click()
+            assert page.evaluate("location.hash") == f"#{STRANDED_NODE}"
+            assert node.evaluate("e => e.matches(':target')")
+            after = shape.evaluate("e => getComputedStyle(e).strokeWidth")
+            assert (before, after) == ("2px", "5px")
+            page.screenshot(path=str(ARTIFACTS / "stranded.png"), full_page=True)
+        finally:
+            browser.close()
