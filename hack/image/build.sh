@@ -2,10 +2,10 @@
 # Builds pivoter's image with podman from the Dockerfile, with no Docker and no public registry:
 # the base is made from Debian packages (hack/image/base.sh) and helm is built with the host's Go
 # (hack/image/helm.sh, given to the Dockerfile's `helm` stage as a build context). The build
-# context is a clean copy of the repository's tracked files (as a fresh clone has them, with their
-# working-tree contents), so nothing generated or untracked reaches the image.
+# context is a clean checkout of a commit (HEAD by default: commit first), so nothing generated,
+# untracked or half-edited reaches the image.
 # Prints the image's ID on stdout; progress goes to stderr. See docs/image.md.
-# Usage: hack/image/build.sh [--tag IMAGE] [--registry HOST:PORT] [--push]
+# Usage: hack/image/build.sh [--tag IMAGE] [--revision REV] [--registry HOST:PORT] [--push]
 #   --registry: push the base there and build FROM it (a plain-http registry on loopback)
 #   --push:     also push the built image to --registry, as IMAGE
 set -euo pipefail
@@ -14,10 +14,11 @@ cd "$here"
 # shellcheck source=hack/lib.sh
 source hack/lib.sh
 
-tag=localhost/pivoter:dev registry="" push=false
+tag=localhost/pivoter:dev revision=HEAD registry="" push=false
 while [[ $# -gt 0 ]]; do
   case $1 in
     --tag) tag=$2; shift 2 ;;
+    --revision) revision=$2; shift 2 ;;
     --registry) registry=$2; shift 2 ;;
     --push) push=true; shift ;;
     *) die "unknown argument: $1 (see the usage in $0)" ;;
@@ -41,12 +42,9 @@ if [[ -n $registry ]]; then
   pull=(--tls-verify=false)
 fi
 
-# A clean build context: the tracked files only.
-git ls-files -z | while IFS= read -r -d '' path; do
-  [[ -e $path ]] || continue # deleted in the work tree
-  mkdir -p "$work/context/$(dirname "$path")"
-  cp -p "$path" "$work/context/$path"
-done
+# A clean build context: the committed tree of $revision, as a fresh clone has it.
+mkdir -p "$work/context"
+git archive --format=tar "$revision" | tar -x -C "$work/context" || die "git archive $revision failed"
 
 # pip inside the build reaches the network the way pip on this host does: the host's index URL and
 # CA bundle (where TLS to the index is intercepted) are passed as build secrets, never stored.
@@ -62,7 +60,7 @@ if [[ -n ${PIP_INDEX_URL:-} || -n ${PIP_CERT:-} ]]; then
 fi
 
 helm_dir=$(hack/image/helm.sh)
-log "building $tag from $base"
+log "building $tag from $base ($revision: $(git rev-parse --short "$revision"))"
 start=$(date +%s)
 "${podman[@]}" build --network host --layers "${pull[@]}" "${secrets[@]}" \
   --build-arg "PYTHON_IMAGE=$base" --build-context "helm=$helm_dir" \
