@@ -4,7 +4,9 @@
 :func:`run`, which builds the Kubernetes client and a :class:`pivoter.runtime.Manager` with its
 endpoints and (optionally) leader election, sets up the product controllers (bundles, catalogs,
 ResolveSets, Resolutions, PlatformOperators and the Bundle/BundleDeployment controllers), starts
-the content server and the webhook, and runs until SIGTERM or SIGINT. A failure to start raises
+the content server and the webhook, and runs until SIGTERM or SIGINT. With ``--olmv1`` (decided by
+:mod:`pivoter.olmv1.mode`) it also serves OLM v1's ClusterCatalog and ClusterExtension APIs and
+the catalogd HTTP API for the catalogs (:mod:`pivoter.olmv1`). A failure to start raises
 :class:`DaemonError` with a one-line message; the CLI turns it into an exit code.
 """
 
@@ -13,13 +15,15 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import tempfile
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from pivoter import catalogs, platformoperators, resolutions, resolvesets
+from pivoter import catalogs, olmv1, platformoperators, resolutions, resolvesets
+from pivoter.catalogs import SourceSettings
 from pivoter.contentserver import ContentServer
 from pivoter.controllers import provisioning
 from pivoter.kube import (
@@ -68,8 +72,11 @@ class Server(Protocol):
         ...
 
 
-WebhookStarter = Callable[[Kube, str], Server | None]
-"""Starts the admission webhook for a client and pivoter's namespace; None when disabled."""
+WebhookStarter = Callable[[Kube, str, bool], Server | None]
+"""Starts the admission webhook for a client, pivoter's namespace and whether it serves OLM v1's
+ClusterExtensions; None when disabled."""
+
+DEFAULT_CATALOGD_ADDRESS = ":8082"
 
 
 class DaemonError(Exception):
@@ -101,6 +108,10 @@ class Options:
     store_dir: Path
     content_url: str
     platform_operator_service_account: str
+    olmv1: str = "auto"
+    """``--olmv1``: auto, serve or read (:class:`pivoter.olmv1.Mode`)."""
+    catalogd_address: tuple[str, int] | None = None
+    catalogd_url: str = ""
 
 
 def run(options: Options, start_webhook: WebhookStarter | None = None) -> ManagerExit:
@@ -179,7 +190,14 @@ def _setup_product(
         # it themselves (their informers retry), so start without those two readers.
         log.warning("API server unreachable at start (%s): not reading OLM/catalogd catalogs", exc)
         read_olm = False
-    cache = catalogs.setup(manager, namespace=namespace, recorder=recorder, read_olm=read_olm)
+    serve_olmv1 = _serves_olmv1(manager, options, reachable=read_olm)
+    cache = catalogs.setup(
+        manager,
+        namespace=namespace,
+        recorder=recorder,
+        read_olm=read_olm,
+        read_cluster_catalogs=not serve_olmv1,
+    )
     revisions = resolvesets.setup(manager, namespace=namespace)
     preparer = Preparer(manager.kube, bundles, Identities(manager.kube))
     # An input kind whose CRD is not installed would keep the informers from ever syncing (and
@@ -204,20 +222,64 @@ def _setup_product(
             recorder=recorder,
         )
         inputs.append(operators)
+    servers: list[Server] = []
+    if serve_olmv1:
+        served = olmv1.setup(
+            manager,
+            cache=cache,
+            store=revisions,
+            preparer=preparer,
+            base_url=_catalogd_url(options),
+            source_settings=SourceSettings(
+                workdir=Path(tempfile.mkdtemp(prefix="pivoter-clustercatalogs-"))
+            ),
+            recorder=recorder,
+        )
+        inputs.append(served.extensions)
+        if options.catalogd_address is not None:
+            servers.append(served.start_server(*options.catalogd_address))
     pause_at = os.environ.get(PAUSE_PIVOT_ENV, "")
     if pause_at:
         for reconciler in inputs:
             reconciler.engine.on_transition = _pause_hook(pause_at)
-    servers: list[Server] = []
     if options.content_address is not None:
         host, port = options.content_address
         server = ContentServer(manager.kube, bundles, host=host, port=port)
         server.start()
         servers.append(server)
-    webhook = start_webhook(manager.kube, namespace) if start_webhook is not None else None
+    webhook = (
+        start_webhook(manager.kube, namespace, serve_olmv1) if start_webhook is not None else None
+    )
     if webhook is not None:
         servers.append(webhook)
     return servers
+
+
+def _serves_olmv1(manager: Manager, options: Options, *, reachable: bool) -> bool:
+    """Whether this daemon serves OLM v1's APIs (:func:`pivoter.olmv1.decide`), logged with why.
+    With the API server unreachable at start, ``auto`` reads (nothing could be checked)."""
+    mode = olmv1.Mode(options.olmv1)
+    if not reachable and mode is not olmv1.Mode.SERVE:
+        log.warning("OLM v1 APIs: not served (the API server was unreachable at start)")
+        return False
+    try:
+        decision = olmv1.decide(manager.kube, mode)
+    except olmv1.OlmV1Error as exc:
+        raise ValueError(str(exc)) from exc
+    log.info("OLM v1 APIs: %s (%s)", "served" if decision.serve else "not served", decision.reason)
+    return decision.serve
+
+
+def _catalogd_url(options: Options) -> str:
+    """The base URL in ClusterCatalogs' ``status.urls.base`` (``--catalogd-url``, else the bind
+    address as seen from this host)."""
+    if options.catalogd_url:
+        return options.catalogd_url.rstrip("/")
+    if options.catalogd_address is None:
+        return ""
+    host, port = options.catalogd_address
+    host = "localhost" if host in ("", "0.0.0.0", "::") else host
+    return f"http://{host}:{port}"
 
 
 def _pause_hook(phase: str) -> Callable[[PivotRecord], None]:

@@ -32,7 +32,13 @@ from resolver.catalog.errors import CatalogLoadError
 from resolver.catalog.load import load_directory
 from resolver.catalog.model import Catalog
 
-__all__ = ["CONFIGS_LABEL", "MAX_CONFIG_BYTES", "ImageCatalogSource", "configs_directory"]
+__all__ = [
+    "CONFIGS_LABEL",
+    "MAX_CONFIG_BYTES",
+    "ImageCatalogSource",
+    "PulledCatalog",
+    "configs_directory",
+]
 
 CONFIGS_LABEL = "operators.operatorframework.io.index.configs.v1"
 MAX_CONFIG_BYTES = 4 << 20
@@ -56,6 +62,17 @@ def configs_directory(config: Any, ref: str) -> str:
     if relative.startswith(".."):  # normpath of an absolute path never leaves "/", but be sure
         raise InvalidCatalog(f"image {ref}: label {CONFIGS_LABEL}={value!r} leaves the image")
     return relative or "."
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PulledCatalog:
+    """An unpacked catalog image: its manifest digest, the digest-pinned reference, and its
+    catalog directory (``label``: the same, as the image's label names it)."""
+
+    digest: str
+    pinned: str
+    directory: Path
+    label: str
 
 
 class ImageCatalogSource:
@@ -90,12 +107,45 @@ class ImageCatalogSource:
 
     def fetch(self) -> Catalog:
         """Return the image's catalog, re-pulling only when the reference's digest moved."""
+        client, reference, top = self._resolve()
+        if top.digest == self._digest and self._catalog is not None:
+            return self._catalog
+        with tempfile.TemporaryDirectory(prefix="pivoter-catalog-image-") as scratch:
+            pulled = self._pull(Path(scratch), client, reference, top)
+            try:
+                catalog = load_directory(pulled.directory, name=self.name, use_cache=False)
+            except CatalogLoadError as exc:
+                raise InvalidCatalog(
+                    f"image {pulled.pinned}, directory /{pulled.label}: {exc}"
+                ) from exc
+        self._digest = top.digest
+        self._catalog = catalog
+        return catalog
+
+    def resolve(self) -> str:
+        """The manifest (or index) digest the reference names now (one registry request)."""
+        return self._resolve()[2].digest
+
+    def pull_into(self, scratch: Path) -> PulledCatalog:
+        """Pull the image into ``scratch`` (an empty directory the caller owns and removes) and
+        return where its catalog directory is, without loading it: for callers that serve the
+        files themselves (the ClusterCatalog controller)."""
+        client, reference, top = self._resolve()
+        return self._pull(scratch, client, reference, top)
+
+    def _resolve(self) -> tuple[RegistryClient, Any, Manifest]:
         try:
             client, reference = self._client()
             top = client.manifest(reference.manifest_ref)
-            self.fetched_bytes = 0
-            if top.digest == self._digest and self._catalog is not None:
-                return self._catalog
+        except ProvisionerError as exc:
+            raise FetchFailed(f"image {self.spec}: {exc}") from exc
+        self.fetched_bytes = 0
+        return client, reference, top
+
+    def _pull(
+        self, scratch: Path, client: RegistryClient, reference: Any, top: Manifest
+    ) -> PulledCatalog:
+        try:
             manifest = self._image_manifest(client, top)
             config = self._config(client, manifest)
             self.fetched_bytes = sum(
@@ -110,32 +160,25 @@ class ImageCatalogSource:
             raise FetchFailed(f"image {self.spec}: {exc}") from exc
         directory = configs_directory(config, self.spec)
         pinned = reference.pinned(top.digest)
-        with tempfile.TemporaryDirectory(prefix="pivoter-catalog-image-") as scratch:
-            root = Path(scratch) / "root"
-            root.mkdir()
-            spec = ImageSpec(
-                pinned, pull_secret=self.pull_secret, ca_pem=self.ca_pem, platform=self.platform
+        root = scratch / "root"
+        root.mkdir()
+        spec = ImageSpec(
+            pinned, pull_secret=self.pull_secret, ca_pem=self.ca_pem, platform=self.platform
+        )
+        # The layers' pull gets what is left of this fetch's deadline, not a fresh one.
+        left = client.deadline_left()
+        options = dataclasses.replace(self.options, deadline_seconds=max(left, 0.001))
+        try:
+            ImageSource().fetch(spec, root, options)
+        except ProvisionerError as exc:
+            raise FetchFailed(f"image {self.spec}: {exc}") from exc
+        path = root / directory
+        if not path.is_dir():
+            raise InvalidCatalog(
+                f"image {self.spec}: label {CONFIGS_LABEL} names /{directory}, which is not "
+                "a directory in the image"
             )
-            # The layers' pull gets what is left of this fetch's deadline, not a fresh one.
-            left = client.deadline_left()
-            options = dataclasses.replace(self.options, deadline_seconds=max(left, 0.001))
-            try:
-                ImageSource().fetch(spec, root, options)
-            except ProvisionerError as exc:
-                raise FetchFailed(f"image {self.spec}: {exc}") from exc
-            path = root / directory
-            if not path.is_dir():
-                raise InvalidCatalog(
-                    f"image {self.spec}: label {CONFIGS_LABEL} names /{directory}, which is not "
-                    "a directory in the image"
-                )
-            try:
-                catalog = load_directory(path, name=self.name, use_cache=False)
-            except CatalogLoadError as exc:
-                raise InvalidCatalog(f"image {pinned}, directory /{directory}: {exc}") from exc
-        self._digest = top.digest
-        self._catalog = catalog
-        return catalog
+        return PulledCatalog(top.digest, str(pinned), path, directory)
 
     def _client(self) -> tuple[RegistryClient, Any]:
         reference = parse_reference(self.spec)

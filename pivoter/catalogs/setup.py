@@ -18,6 +18,7 @@ from pivoter.catalogs.foreign import (
     CLUSTER_CATALOGS,
     ForeignCatalogReconciler,
     ForeignSpec,
+    SpecOf,
     catalog_source_spec,
     cluster_catalog_spec,
 )
@@ -46,6 +47,7 @@ def setup(
     settings: SourceSettings | None = None,
     recorder: EventRecorder | None = None,
     read_olm: bool = True,
+    read_cluster_catalogs: bool = True,
     cluster_catalog_ca_config_map: str = "",
     workers: int = 2,
 ) -> CatalogCache:
@@ -53,7 +55,8 @@ def setup(
 
     ``namespace`` is pivoter's own (ConfigMaps and Secrets named by Catalogs live there).
     ``read_olm``: also read ``CatalogSource`` and ``ClusterCatalog`` objects when the API
-    server serves those kinds (checked once, here).
+    server serves those kinds (checked once, here); ``read_cluster_catalogs=False`` leaves
+    ClusterCatalogs out (pivoter serves them itself: :mod:`pivoter.olmv1`).
     """
     cache = cache if cache is not None else CatalogCache()
     settings = settings or SourceSettings(
@@ -84,7 +87,14 @@ def setup(
 
     controller.watch(manager.informer("v1", "ConfigMap", namespace=namespace), catalogs_reading)
     if read_olm:
-        _setup_foreign(manager, cache, settings, namespace, cluster_catalog_ca_config_map)
+        _setup_foreign(
+            manager,
+            cache,
+            settings,
+            namespace,
+            cluster_catalog_ca_config_map,
+            cluster_catalogs=read_cluster_catalogs,
+        )
     return cache
 
 
@@ -102,6 +112,8 @@ def _setup_foreign(
     settings: SourceSettings,
     namespace: str,
     ca_config_map: str,
+    *,
+    cluster_catalogs: bool,
 ) -> None:
     def read(kind: str, name: str) -> Mapping[str, Any] | None:
         resource = manager.kube.resource("v1", kind)
@@ -113,10 +125,12 @@ def _setup_foreign(
     def cluster_catalog(obj: Mapping[str, Any]) -> ForeignSpec | None:
         return cluster_catalog_spec(obj, ca_config_map=ca_config_map)
 
-    for resource, spec_of, name in (
-        (CATALOG_SOURCES, catalog_source_spec, "olm-catalogsources"),
-        (CLUSTER_CATALOGS, cluster_catalog, "catalogd-clustercatalogs"),
-    ):
+    readers: list[tuple[Resource, SpecOf, str]] = [
+        (CATALOG_SOURCES, catalog_source_spec, "olm-catalogsources")
+    ]
+    if cluster_catalogs:
+        readers.append((CLUSTER_CATALOGS, cluster_catalog, "catalogd-clustercatalogs"))
+    for resource, spec_of, name in readers:
         if not _served(manager, resource):
             log.info("%s is not served by this cluster; not reading %s", resource, resource.kind)
             continue

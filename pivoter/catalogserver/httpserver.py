@@ -8,7 +8,8 @@ that is not a DNS-1123 subdomain or an unknown ``metas`` parameter, 404 for anot
 ``/metrics`` (prometheus) and ``/healthz``. While the catalog served is stale (the directory's
 last reload failed), ``/api/v1/all`` and ``/api/v1/metas`` answers (304s included) carry the
 reason in the ``X-Pivoter-Stale`` header (:mod:`resolver.catalog.sources.stale`). Started by
-:mod:`pivoter.catalogserver.serve`.
+:mod:`pivoter.catalogserver.serve` for one catalog, and by ``pivoter run`` for every ClusterCatalog
+it serves (``catalogs=``: a lookup by name, :mod:`pivoter.olmv1`).
 """
 
 from __future__ import annotations
@@ -63,10 +64,11 @@ class CatalogHTTPServer(HardenedHTTPServer):  # idle clients time out, connectio
         self,
         address: tuple[str, int],
         *,
-        name: str,
-        snapshot: Callable[[], Snapshot],
+        name: str = "",
+        snapshot: Callable[[], Snapshot] | None = None,
         metrics: CollectorRegistry | None = None,
         stale: Callable[[], str | None] | None = None,
+        catalogs: Callable[[str], Snapshot | None] | None = None,
     ) -> None:
         super().__init__(address, _Handler)
         self.catalog_name = name
@@ -74,6 +76,16 @@ class CatalogHTTPServer(HardenedHTTPServer):  # idle clients time out, connectio
         self.metrics = metrics
         self.stale = stale
         """Why the catalog served is stale (None: it is current); sent as a header."""
+        self.catalogs = catalogs
+        """Serve every catalog this lookup knows (None: only ``name``, from ``snapshot``)."""
+
+    def snapshot_for(self, catalog: str) -> Snapshot | None:
+        """The snapshot served under ``catalog``, or None (404)."""
+        if self.catalogs is not None:
+            return self.catalogs(catalog)
+        if catalog != self.catalog_name or self.snapshot is None:
+            return None
+        return self.snapshot()
 
     def serve_in_thread(self) -> threading.Thread:
         """Start serving in a daemon thread and return it."""
@@ -120,7 +132,7 @@ class _Handler(BaseHTTPRequestHandler):
         if url.path == "/metrics" and self.server.metrics is not None:
             self._send(HTTPStatus.OK, generate_latest(self.server.metrics), CONTENT_TYPE_LATEST)
             return
-        if url.path == "/ui" or url.path.startswith("/ui/"):
+        if (url.path == "/ui" or url.path.startswith("/ui/")) and self.server.snapshot:
             snap = self.server.snapshot()
             page = ui.render(url.path, snap.catalog, self.server.catalog_name)
             self._send(page.status, page.body, page.content_type, head=head)
@@ -141,10 +153,11 @@ class _Handler(BaseHTTPRequestHandler):
         if endpoint == "metas" and not set(params) <= _METAS_PARAMS:
             self._text(HTTPStatus.BAD_REQUEST, "400 Bad Request", head=head)
             return
-        if catalog != self.server.catalog_name:
+        served = self.server.snapshot_for(catalog)
+        if served is None:
             self._text(HTTPStatus.NOT_FOUND, "404 Not Found", head=head)
             return
-        snap = self.server.snapshot()
+        snap = served
         if self._not_modified(snap.last_modified):
             return
         if endpoint == "all" or not any(v and v[0] for v in params.values()):

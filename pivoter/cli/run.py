@@ -35,8 +35,8 @@ def run(args: argparse.Namespace) -> int:
         error(str(exc))
         return int(ExitCode.FAILURE)
 
-    def webhook(kube: Kube, namespace: str) -> daemon.Server | None:
-        return start_webhook(kube, args, namespace)
+    def webhook(kube: Kube, namespace: str, cluster_extensions: bool) -> daemon.Server | None:
+        return start_webhook(kube, args, namespace, cluster_extensions=cluster_extensions)
 
     try:
         outcome = daemon.run(_options(args), webhook)
@@ -70,6 +70,9 @@ def _options(args: argparse.Namespace) -> daemon.Options:
         store_dir=args.store_dir,
         content_url=args.content_url,
         platform_operator_service_account=args.platform_operator_service_account,
+        olmv1=args.olmv1,
+        catalogd_address=parse_address(args.catalogd_bind_address),
+        catalogd_url=args.catalogd_url,
     )
 
 
@@ -77,7 +80,7 @@ def _check_addresses(args: argparse.Namespace) -> None:
     """Fail at start, in one line, when a server of the daemon cannot listen where asked
     (OSError) or two of them are given the same port (ValueError)."""
     seen: dict[int, str] = {}
-    for flag in ("metrics", "health-probe", "content", "webhook"):
+    for flag in ("metrics", "health-probe", "content", "webhook", "catalogd"):
         address = parse_address(getattr(args, f"{flag.replace('-', '_')}_bind_address"))
         if address is None:
             continue
@@ -87,5 +90,5 @@ def _check_addresses(args: argparse.Namespace) -> None:
                 f"--{flag}-bind-address and --{seen[port]}-bind-address share port {port}"
             )
         seen[port] = flag
-        if flag in ("content", "webhook"):  # metrics and probes bind first thing in run()
+        if flag in ("content", "webhook", "catalogd"):  # metrics, probes bind first in run()
             check_bindable(host, port, f"--{flag}-bind-address")

@@ -50,8 +50,11 @@ def _names(args: argparse.Namespace) -> list[str]:
     raise ValueError("--webhook-bind-address needs --webhook-url or --webhook-service")
 
 
-def start_webhook(kube: Kube, args: argparse.Namespace, namespace: str) -> WebhookServer | None:
-    """Start the webhook server and register it, as the flags say; None when disabled."""
+def start_webhook(
+    kube: Kube, args: argparse.Namespace, namespace: str, *, cluster_extensions: bool = False
+) -> WebhookServer | None:
+    """Start the webhook server and register it, as the flags say; None when disabled.
+    ``cluster_extensions``: the daemon serves OLM v1's ClusterExtensions, admit them too."""
     address = parse_address(args.webhook_bind_address)
     if address is None:
         return None
@@ -81,7 +84,11 @@ def start_webhook(kube: Kube, args: argparse.Namespace, namespace: str) -> Webho
             svc_namespace, _, svc_name = str(args.webhook_service).partition("/")
             service = (svc_namespace, svc_name, 443)
         config = configuration(
-            ca_bundle=ca, system_namespace=namespace, url=args.webhook_url or "", service=service
+            ca_bundle=ca,
+            system_namespace=namespace,
+            url=args.webhook_url or "",
+            service=service,
+            cluster_extensions=cluster_extensions,
         )
         apply(kube, config, field_manager="pivoter", force=True)
         log.info("admission webhooks registered (%s)", args.webhook_url or args.webhook_service)

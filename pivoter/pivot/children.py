@@ -14,11 +14,11 @@ from __future__ import annotations
 import contextlib
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from pivoter.apis import olmv1, platform, rukpak
 from pivoter.apis import pivoter as pivoter_api
-from pivoter.apis import platform, rukpak
 from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS
 from pivoter.controllers.conditions import FALSE, TRUE, find
 from pivoter.kube import Conflict, Kube, NotFound, Object, Resource
@@ -40,6 +40,7 @@ __all__ = [
     "ANNOTATION_UNINSTALL",
     "REASON_CHILD_MISSING",
     "ChildReport",
+    "ChildSettings",
     "ChildState",
     "Children",
     "KeepObjects",
@@ -59,6 +60,9 @@ INPUT_RESOURCES = {
     "PlatformOperator": Resource(
         platform.API_VERSION, "PlatformOperator", "platformoperators", namespaced=False
     ),
+    "ClusterExtension": Resource(
+        olmv1.API_VERSION, "ClusterExtension", "clusterextensions", namespaced=False
+    ),
 }
 
 FAILED_INSTALL_REASONS = frozenset(
@@ -68,6 +72,22 @@ FAILED_INSTALL_REASONS = frozenset(
         rukpak.REASON_BUNDLE_LOAD_FAILED,
     }
 )
+
+
+@dataclass(frozen=True, slots=True)
+class ChildSettings:
+    """How an input wants its children installed beyond the bundle itself (a ClusterExtension's
+    install namespace, watch namespace and preflight): ``config`` goes to every child's
+    ``spec.config``, ``primary_config`` is merged into the input's own package's, and
+    ``preflight`` is every child's ``spec.preflight``."""
+
+    config: Mapping[str, Any] = field(default_factory=dict)
+    primary_config: Mapping[str, Any] = field(default_factory=dict)
+    preflight: Mapping[str, Any] | None = None
+
+    def config_for(self, primary: bool) -> dict[str, Any]:
+        """The ``spec.config`` of a child (``primary``: of the input's own package)."""
+        return {**self.config, **(self.primary_config if primary else {})}
 
 
 class UninstallableBundle(ValueError):
@@ -109,6 +129,7 @@ def desired_child(
     owner: Mapping[str, Any],
     service_account: Mapping[str, str] | None = None,
     primary: bool = False,
+    settings: ChildSettings | None = None,
 ) -> Object:
     """The child BundleDeployment that installs ``entry`` of revision ``revision``."""
     if not entry.image:
@@ -127,6 +148,12 @@ def desired_child(
             "spec": {"provisionerClassName": entry.provisioner_class, "source": source},
         },
     }
+    if settings is not None:
+        config = settings.config_for(primary)
+        if config:
+            spec["config"] = config
+        if settings.preflight is not None:
+            spec["preflight"] = dict(settings.preflight)
     if service_account:
         spec["serviceAccount"] = {
             "name": service_account["name"],

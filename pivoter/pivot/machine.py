@@ -34,6 +34,7 @@ from typing import Any
 from pivoter.kube import Object
 from pivoter.pivot.children import (
     ChildReport,
+    ChildSettings,
     ChildState,
     UninstallableBundle,
     desired_child,
@@ -75,6 +76,7 @@ class PivotPlan:
     primary_package: str = ""
     deadline_seconds: float = 600.0
     auto_rollback: bool = True
+    child_settings: ChildSettings | None = None
 
 
 @dataclass(slots=True)
@@ -339,6 +341,7 @@ class PivotMachine:
             owner=plan.owner,
             service_account=plan.service_account,
             primary=entry.package == plan.primary_package,
+            settings=plan.child_settings,
         )
 
     def _prune(self, keep: set[str]) -> bool:

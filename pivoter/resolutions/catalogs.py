@@ -1,9 +1,11 @@
 """Which cached catalogs an input resolves from: all of them by priority, or those whose
-``Catalog`` objects match the input's label selector.
+``Catalog`` objects match the input's label selector; for a ClusterExtension, the
+``ClusterCatalog`` objects its selector matches that are not ``availabilityMode: Unavailable``.
 
 Called by :mod:`pivoter.resolutions.engine` before every resolution; reads the
 :class:`pivoter.catalogs.CatalogCache` (content) and, with a selector, the ``Catalog`` objects
-(labels) from the API server.
+(labels) from the API server (``ClusterCatalog`` objects always: their availability is in the
+spec).
 """
 
 from __future__ import annotations
@@ -11,13 +13,24 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from pivoter.apis import olmv1
 from pivoter.apis import pivoter as api
-from pivoter.catalogs import CATALOGS, CatalogCache
+from pivoter.catalogs import CATALOGS, CLUSTER_CATALOGS, CatalogCache
 from pivoter.controllers.conditions import TRUE, find
-from pivoter.kube import Kube, Object
+from pivoter.kube import Kube, NotFound, Object
 from resolver.rules.inputs import CatalogSource
 
-__all__ = ["SelectorError", "gather", "not_serving", "selector_string", "serving_flips"]
+__all__ = [
+    "CLUSTER_CATALOG",
+    "SelectorError",
+    "gather",
+    "not_serving",
+    "selector_string",
+    "serving_flips",
+]
+
+CLUSTER_CATALOG = "ClusterCatalog"
+"""The ``catalog_kind`` of inputs that resolve from ClusterCatalogs only (ClusterExtensions)."""
 
 
 class SelectorError(ValueError):
@@ -43,10 +56,37 @@ def selector_string(selector: Mapping[str, Any]) -> str:
     return ",".join(terms)
 
 
+def _cluster_catalogs(kube: Kube, selector: Mapping[str, Any] | None) -> list[Object]:
+    """The ClusterCatalog objects ``selector`` matches (all without one), minus those whose
+    ``availabilityMode`` is ``Unavailable`` (treated as absent, as OLM v1 does)."""
+    query = selector_string(selector) if selector else ""
+    try:
+        items, _ = kube.list(CLUSTER_CATALOGS, label_selector=query)
+    except NotFound:  # the CRD is not installed: there are none
+        return []
+    return [
+        c
+        for c in items
+        if (c.get("spec") or {}).get("availabilityMode", olmv1.AVAILABLE) != olmv1.UNAVAILABLE
+    ]
+
+
 def gather(
-    kube: Kube, cache: CatalogCache, selector: Mapping[str, Any] | None
+    kube: Kube, cache: CatalogCache, selector: Mapping[str, Any] | None, *, kind: str = "Catalog"
 ) -> list[tuple[CatalogSource, str]]:
     """The catalogs to resolve from, highest priority first, each with its content digest."""
+    if kind == CLUSTER_CATALOG:
+        wanted = {
+            f"{CLUSTER_CATALOG}/{c['metadata']['name']}" for c in _cluster_catalogs(kube, selector)
+        }
+        return [
+            (
+                CatalogSource(name.partition("/")[2], entry.catalog, priority=entry.priority),
+                entry.digest,
+            )
+            for name, entry in cache.by_priority()
+            if name in wanted
+        ]
     entries = cache.by_priority()
     if selector:
         items, _ = kube.list(CATALOGS, label_selector=selector_string(selector))
@@ -58,11 +98,18 @@ def gather(
     ]
 
 
-def not_serving(kube: Kube, names: list[str]) -> list[str]:
-    """For each of the catalogs ``names`` whose ``Catalog`` is not ``Serving`` now, a sentence
-    saying that the resolution used its last good content (the cache keeps it)."""
+def not_serving(kube: Kube, names: list[str], *, kind: str = "Catalog") -> list[str]:
+    """For each of the catalogs ``names`` whose ``Catalog`` (or ``ClusterCatalog``) is not
+    ``Serving`` now, a sentence saying that the resolution used its last good content (the cache
+    keeps it)."""
     if not names:
         return []
+    if kind == CLUSTER_CATALOG:
+        return [
+            f"{text}: resolved from its last good content"
+            for name, text in cluster_catalogs_not_serving(kube, None)
+            if name in names
+        ]
     items, _ = kube.list(CATALOGS)
     notes = []
     for catalog in sorted(items, key=lambda c: str(c["metadata"]["name"])):
@@ -93,3 +140,31 @@ def serving_flips() -> Callable[[Object], bool]:
         return before is not None and before != state
 
     return flipped
+
+
+def cluster_catalogs_not_serving(
+    kube: Kube, selector: Mapping[str, Any] | None, cache: CatalogCache | None = None
+) -> list[tuple[str, str]]:
+    """Each ClusterCatalog ``selector`` matches that is not ``Serving``, with a sentence saying
+    so and, with ``cache``, whether its last good content is still used (name, sentence)."""
+    notes = []
+    for catalog in sorted(_cluster_catalogs(kube, selector), key=lambda c: c["metadata"]["name"]):
+        name = str(catalog["metadata"]["name"])
+        serving = find((catalog.get("status") or {}).get("conditions"), olmv1.TYPE_SERVING)
+        if serving is not None and serving.get("status") == TRUE:
+            continue
+        why = (
+            f"{serving.get('reason')}: {serving.get('message') or 'no message'}"
+            if serving is not None
+            else "no Serving condition yet"
+        )
+        text = f'catalog "{name}" is not being served ({why})'
+        if cache is not None:
+            kept = cache.get(f"{CLUSTER_CATALOG}/{name}") is not None
+            text += (
+                ": resolved from its last good content"
+                if kept
+                else ": nothing from it is available to resolution"
+            )
+        notes.append((name, text))
+    return notes

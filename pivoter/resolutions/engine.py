@@ -109,6 +109,8 @@ class Outcome:
     reports: list[ChildReport] = field(default_factory=list)
     requeue_after: float | None = None
     events: list[Event] = field(default_factory=list)
+    active_document: ResolveSet | None = None
+    """The active revision's ResolveSet when the pass ended (None: nothing active)."""
     publish: Callable[[Outcome], None] | None = field(default=None, repr=False, compare=False)
     """Writes the whole status of this outcome as it stands, mid-pass (set by the reconciler;
     used when a pass finds a child deleted by hand, before it re-creates it)."""
@@ -162,6 +164,7 @@ class Engine:
         # revision is still there: a revision deleted or edited by hand is never reported as
         # active (``record.active`` is cleared, so no status write names it).
         active = self._active(spec, record, out, children)
+        checked = record.active
         if not record.pivoting:
             # What the other inputs hold is read, resolved against and claimed (the pivot's
             # record written) by one input at a time, so two inputs never both select a
@@ -169,11 +172,23 @@ class Engine:
             with self.claims:
                 started = self._resolve(_Pass(obj, spec, record, out, persist, children, active))
             if not started:
+                self._ended(spec, record, out, active if record.active == checked else None)
                 return out
             if self.on_transition is not None and record.pivot is not None:
                 self.on_transition(record.pivot)
         self._continue(obj, spec, record, out, persist=persist, children=children)
+        self._ended(spec, record, out, active if record.active == checked else None)
         return out
+
+    def _ended(
+        self, spec: InputSpec, record: Record, out: Outcome, known: ResolveSet | None
+    ) -> None:
+        """Record the active revision's document as the pass leaves it (read again only when
+        the pass changed which revision is active)."""
+        if record.active is None:
+            out.active_document = None
+        else:
+            out.active_document = known or self._document(spec, record.active)
 
     # -- decision: read the world, decide, act -----------------------------------------------------
 
@@ -554,7 +569,8 @@ class Engine:
                     "read before the change",
                 )
         note = _resolved_note(orphans, out.shared)
-        for stale in catalog_selection.not_serving(self.kube, [s.name for s, _ in sources]):
+        names = [s.name for s, _ in sources]
+        for stale in catalog_selection.not_serving(self.kube, names, kind=p.spec.catalog_kind):
             note += f"; {stale}"
         out.resolved = (
             "True",
@@ -610,10 +626,14 @@ class Engine:
         # there is a conflict (step 1 and the dependency check), not a shared dependency.
         own = set(spec.packages) | {i.package for i in installed}
         try:
-            sources = catalog_selection.gather(self.kube, self.cache, spec.catalog_selector)
+            sources = catalog_selection.gather(
+                self.kube, self.cache, spec.catalog_selector, kind=spec.catalog_kind
+            )
             peers = held.with_pivot_targets(peers, self.kube, self.store, spec.ref)
             holdings = held.described(peers.held(exclude=own), self.cache)
-            selection = resolve(sources, spec.requests, installed, held=holdings)
+            selection = resolve(
+                sources, spec.requests, installed, held=holdings, profile=spec.profile
+            )
         except catalog_selection.SelectorError as err:
             reason, message = "InvalidSelector", str(err)
         except ResolveProblem as problem:
@@ -625,6 +645,12 @@ class Engine:
             # named by that input too.
             out.shared = peers.shared(selection.shared)
             return selection, sources
+        if spec.catalog_kind == catalog_selection.CLUSTER_CATALOG and reason != "InvalidSelector":
+            # What OLM v1 would have refused on: a selected ClusterCatalog that is not served.
+            notes = catalog_selection.cluster_catalogs_not_serving(
+                self.kube, spec.catalog_selector, self.cache
+            )
+            message = "; ".join([message, *(text for _, text in notes)])
         out.resolved = ("False", reason, message)
         out.up_to_date = (UNKNOWN, "NotResolved", "not resolved: see the Resolved condition")
         out.selection = active
@@ -776,6 +802,7 @@ def _pivot_plan(
         primary_package=spec.primary_package,
         deadline_seconds=spec.progress_deadline,
         auto_rollback=spec.auto_rollback,
+        child_settings=spec.child_settings,
     )
 
 

@@ -157,6 +157,7 @@ class InputReconciler:
                         revision=record.active,
                         owner=obj,
                         service_account=spec.service_account,
+                        settings=spec.child_settings,
                         primary=entry.package == spec.primary_package,
                     )
                 except UninstallableBundle:

@@ -49,6 +49,7 @@ def objects_section(
                 revision=revision,
                 owner=owner,
                 service_account=spec.service_account,
+                settings=spec.child_settings,
                 primary=entry.package == spec.primary_package,
             )
             for entry in target.entries

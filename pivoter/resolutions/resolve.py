@@ -14,10 +14,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from resolver import profiles, resolveset
+from resolver.catalog.model import GVK, PROP_GVK
 from resolver.explain import NotNewer, why_not_newer
 from resolver.resolveset import ResolveSet
 from resolver.rules.inputs import (
     CatalogSource,
+    Choice,
     Held,
     Installed,
     PackageRequest,
@@ -96,6 +98,9 @@ def resolve(
         ) from None
     except ResolutionError as err:
         raise ResolveProblem(REASON_RESOLUTION_FAILED, str(err)) from None
+    if profile != profiles.DEFAULT:
+        # The OLM profiles know nothing of other inputs: uniqueness across inputs is checked here.
+        _check_held(result.choices, held)
     digest = resolveset.digest(
         [
             profile,
@@ -108,3 +113,40 @@ def resolve(
     document = resolveset.from_choices(result.choices, inputs_digest=digest, profile=profile)
     not_newer = (why_not_newer(r.package, result.why_not.get(r.package) or ()) for r in requests)
     return Selection(document, tuple(result.shared), tuple(n for n in not_newer if n is not None))
+
+
+def _check_held(choices: Sequence[Choice], held: Sequence[Held]) -> None:
+    """Package and API uniqueness across the inputs of the cluster for a profile that does not
+    honour held bundles: no chosen package is held by another input, and no chosen bundle
+    provides an API a held bundle of another package provides (the same rule, and the same
+    words, as the ``pivoter`` profile's hard constraints 4, 5 and 8)."""
+    for choice in choices:
+        bundle = choice.bundle
+        where = (
+            f"bundle {bundle.name} (package {choice.package} {bundle.version}, "
+            f"catalog {choice.catalog})"
+        )
+        for h in held:
+            if h.package == choice.package:
+                raise ResolveProblem(
+                    REASON_UNSATISFIABLE,
+                    f"the request cannot be met: {where} cannot be selected: {h.text()}",
+                    f"{where} cannot be selected: {h.text()}",
+                )
+            provided = {str(_gvk_of(p.value)) for p in h.properties if p.type == PROP_GVK} & {
+                str(g) for g in bundle.provided_apis
+            }
+            if provided:
+                api = sorted(provided)[0]
+                text = (
+                    f"{where} cannot be selected: it provides API {api}, which package "
+                    f"{h.package} ({h.origin()}) provides: only one package may provide an API"
+                )
+                raise ResolveProblem(
+                    REASON_UNSATISFIABLE, f"the request cannot be met: {text}", text
+                )
+
+
+def _gvk_of(value: object) -> GVK:
+    data = value if isinstance(value, dict) else {}
+    return GVK(str(data.get("group", "")), str(data.get("version", "")), str(data.get("kind", "")))

@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pivoter.apis import pivoter as api
+from pivoter.pivot import ChildSettings
 from pivoter.resolvesets import InputRef
+from resolver import profiles
 from resolver.rules.inputs import PackageRequest
 
 __all__ = [
@@ -51,6 +53,14 @@ class InputSpec:
     primary_package: str = ""
     generation: int = 0
     extra: Mapping[str, Any] = field(default_factory=dict)
+    profile: str = profiles.DEFAULT
+    """The resolver profile (docs/resolution.md): ``pivoter``, or ``olmv1-filter`` for a
+    ClusterExtension that keeps OLM v1's rules (no dependencies)."""
+    catalog_kind: str = "Catalog"
+    """Which catalogs of the cache it resolves from: pivoter's ``Catalog`` objects (and the
+    foreign ones), or only ``ClusterCatalog`` objects (a ClusterExtension)."""
+    child_settings: ChildSettings | None = None
+    """Install settings of its children (a ClusterExtension's namespace, config, preflight)."""
 
     @property
     def packages(self) -> list[str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from pivoter.apis import rukpak
+from pivoter.apis import olmv1, rukpak
 from pivoter.webhook.server import PATHS
 
 __all__ = ["NAME", "configuration"]
@@ -31,8 +31,11 @@ def configuration(
     system_namespace: str,
     url: str = "",
     service: tuple[str, str, int] | None = None,
+    cluster_extensions: bool = False,
 ) -> dict[str, Any]:
-    """The webhook configuration for ``url`` or ``service`` (namespace, name, port)."""
+    """The webhook configuration for ``url`` or ``service`` (namespace, name, port);
+    ``cluster_extensions``: also OLM v1's ClusterExtensions (only when pivoter serves them: OLM
+    v1's own controller keeps its own trust model)."""
     if not url and service is None:
         raise ValueError("the webhooks need a URL or a Service to reach the server")
     ca = base64.b64encode(ca_bundle).decode()
@@ -49,20 +52,32 @@ def configuration(
             **extra,
         }
 
-    def rule(group: str, resource: str, operations: list[str], scope: str) -> dict[str, Any]:
+    def rule(
+        group: str, resource: str, operations: list[str], scope: str, version: str = ""
+    ) -> dict[str, Any]:
         return {
             "apiGroups": [group],
-            "apiVersions": ["v1" if not group else rukpak.VERSION],
+            "apiVersions": [version or ("v1" if not group else rukpak.VERSION)],
             "resources": [resource],
             "operations": operations,
             "scope": scope,
         }
 
+    extensions = []
+    if cluster_extensions:
+        extensions.append(
+            webhook(
+                "vclusterextensions.olm.operatorframework.io",
+                PATHS["clusterextensions"],
+                [rule(olmv1.GROUP, "clusterextensions", ["CREATE", "UPDATE"], "Cluster", "v1")],
+            )
+        )
     return {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingWebhookConfiguration",
         "metadata": {"name": NAME},
         "webhooks": [
+            *extensions,
             webhook(
                 "vbundles.core.rukpak.io",
                 PATHS["bundles"],

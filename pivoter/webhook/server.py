@@ -1,11 +1,11 @@
 """The admission webhook's HTTPS server: one path per admitted kind, decisions from the cluster.
 
-``WebhookServer`` routes ``/validate-bundles``, ``/validate-configmaps`` and
-``/validate-bundledeployments`` to the validators, answering with the API server's lookups
-(ConfigMaps of the system namespace, Bundles that use them, SubjectAccessReviews for the
-requesting user). A request that cannot be decided (the API server unreachable) is refused: the
-webhook configurations use ``failurePolicy: Fail``, and so does the server. Started by
-``pivoter run`` with ``--webhook-bind-address``.
+``WebhookServer`` routes ``/validate-bundles``, ``/validate-configmaps``,
+``/validate-bundledeployments`` and ``/validate-clusterextensions`` to the validators, answering
+with the API server's lookups (ConfigMaps of the system namespace, Bundles that use them,
+SubjectAccessReviews for the requesting user). A request that cannot be decided (the API server
+unreachable) is refused: the webhook configurations use ``failurePolicy: Fail``, and so does the
+server. Started by ``pivoter run`` with ``--webhook-bind-address``.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from pivoter.kube import Kube, KubeError, NotFound, Resource
 from pivoter.kube.access import Subject, subject_access_review
 from pivoter.webhook.bundledeployments import validate_bundle_deployment
 from pivoter.webhook.bundles import validate_bundle
+from pivoter.webhook.clusterextensions import validate_cluster_extension
 from pivoter.webhook.configmaps import validate_config_map
 from pivoter.webhook.review import Request, Validator, Verdict, deny, respond
 from resolver import safedata
@@ -37,6 +38,7 @@ PATHS = {
     "bundles": "/validate-bundles",
     "configmaps": "/validate-configmaps",
     "bundledeployments": "/validate-bundledeployments",
+    "clusterextensions": "/validate-clusterextensions",
 }
 MAX_BODY = 8 * 1024 * 1024  # the API server's own request limit is 3 MiB per object
 
@@ -61,6 +63,7 @@ class WebhookServer:
             PATHS["bundles"]: lambda r: validate_bundle(r, self.read_config_map),
             PATHS["configmaps"]: self._config_map,
             PATHS["bundledeployments"]: lambda r: validate_bundle_deployment(r, self.can),
+            PATHS["clusterextensions"]: lambda r: validate_cluster_extension(r, self.can),
         }
         # Handshakes run per connection with timeouts (pivoter.httpserving): with failurePolicy
         # Fail, one idle client must not stall every admission request.

@@ -34,6 +34,12 @@ DEFAULT_STORE = Path("/var/cache/pivoter/bundles")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 """``pivoter.observability.logs.LEVELS``."""
 
+OLMV1_MODES = ("auto", "serve", "read")
+"""``pivoter.olmv1.Mode``."""
+
+DEFAULT_CATALOGD_ADDRESS = ":8082"
+"""``pivoter.daemon.DEFAULT_CATALOGD_ADDRESS``."""
+
 
 def register(subparsers: Subparsers) -> None:
     """Add the ``run`` command."""
@@ -120,8 +126,35 @@ def register(subparsers: Subparsers) -> None:
         help="the service account that installs PlatformOperators' bundles (default: pivoter's "
         "own identity)",
     )
+    add_olmv1_flags(parser)
     add_webhook_flags(parser)
     set_handler(parser, "pivoter.cli.run:run")
+
+
+def add_olmv1_flags(parser: argparse.ArgumentParser) -> None:
+    """Add ``--olmv1`` and the flags of the catalogd-compatible server (docs/olm-v1.md)."""
+    parser.add_argument(
+        "--olmv1",
+        choices=OLMV1_MODES,
+        default="auto",
+        help="serve OLM v1's ClusterExtension and ClusterCatalog APIs (serve), only read "
+        "ClusterCatalogs (read), or serve when pivoter's crds/olmv1/ are installed and no OLM v1 "
+        "controller runs (auto, default)",
+    )
+    parser.add_argument(
+        "--catalogd-bind-address",
+        default=DEFAULT_CATALOGD_ADDRESS,
+        type=BindAddress("--catalogd-bind-address"),
+        help="host:port of the catalogd HTTP API serving ClusterCatalogs' content, when OLM v1's "
+        f"APIs are served; 0 to disable (default {DEFAULT_CATALOGD_ADDRESS})",
+    )
+    parser.add_argument(
+        "--catalogd-url",
+        default="",
+        type=Url(("http", "https"), optional=True),
+        help="base URL clients reach that API at; ClusterCatalogs' status.urls.base is "
+        "<URL>/catalogs/<name> (default: http://localhost:<port>)",
+    )
 
 
 def add_webhook_flags(parser: argparse.ArgumentParser) -> None:

@@ -1,0 +1,149 @@
+"""Wiring for ``pivoter run`` when it serves OLM v1's APIs: the ClusterCatalog controller, the
+ClusterExtension controller (a pivoter input on the shared engine, like PlatformOperators), and
+the catalogd-compatible HTTP server that publishes what the ClusterCatalogs unpacked.
+
+``setup(manager, ...)`` registers both controllers and returns an :class:`OlmV1` holding the
+served catalogs and the ClusterExtension reconciler; :meth:`OlmV1.start_server` starts the HTTP
+API (``/catalogs/<name>/api/v1/all`` and ``/metas``) on the address of ``--catalogd-bind-address``.
+Called by :mod:`pivoter.daemon`; whether to call it is :mod:`pivoter.olmv1.mode`'s decision.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pivoter.apis import olmv1
+from pivoter.catalogs import CLUSTER_CATALOGS, CatalogCache, SourceSettings
+from pivoter.catalogserver.httpserver import CatalogHTTPServer
+from pivoter.kube import EventRecorder, Resource
+from pivoter.olmv1.clustercatalogs import ClusterCatalogReconciler, ServedCatalogs
+from pivoter.olmv1.extensions import Settings, extension_spec
+from pivoter.olmv1.status import status_function
+from pivoter.pivot import Preparer
+from pivoter.resolutions import InputReconciler, Kind
+from pivoter.resolutions.controller import register
+from pivoter.resolvesets import RevisionStore
+from pivoter.runtime.manager import Manager
+
+__all__ = [
+    "CATALOG_CONTROLLER",
+    "CLUSTER_EXTENSIONS",
+    "EXTENSION_CONTROLLER",
+    "CatalogdServer",
+    "OlmV1",
+    "cluster_extension_kind",
+    "setup",
+]
+
+log = logging.getLogger(__name__)
+
+CLUSTER_EXTENSIONS = Resource(
+    olmv1.API_VERSION, "ClusterExtension", "clusterextensions", namespaced=False
+)
+CATALOG_CONTROLLER = "clustercatalogs"
+EXTENSION_CONTROLLER = "clusterextensions"
+
+
+def cluster_extension_kind(cache: CatalogCache, settings: Settings | None = None) -> Kind:
+    """How the shared reconciler reads and writes ClusterExtensions (deletion always removes what
+    the extension installed, as OLM v1's does)."""
+
+    def spec_of(obj: Mapping[str, Any]) -> Any:
+        return extension_spec(obj, settings)
+
+    return Kind(CLUSTER_EXTENSIONS, spec_of, status_function(cache), lambda _: "Delete")
+
+
+@dataclass
+class OlmV1:
+    """What :func:`setup` built."""
+
+    served: ServedCatalogs
+    catalogs: ClusterCatalogReconciler
+    extensions: InputReconciler
+
+    def start_server(self, host: str, port: int) -> CatalogdServer:
+        """Serve the ClusterCatalogs' content (catalogd's HTTP API) in a background thread."""
+        server = CatalogdServer(CatalogHTTPServer((host, port), catalogs=self.served.get))
+        threading.Thread(
+            target=server.http.serve_forever, name="catalogd-http", daemon=True
+        ).start()
+        log.info("serving ClusterCatalogs' content on %s:%d", host, server.port)
+        return server
+
+
+@dataclass
+class CatalogdServer:
+    """The running catalogd HTTP API."""
+
+    http: CatalogHTTPServer
+
+    @property
+    def port(self) -> int:
+        """The bound port."""
+        return int(self.http.server_address[1])
+
+    def stop(self) -> None:
+        """Stop serving and close the socket."""
+        self.http.shutdown()
+        self.http.server_close()
+
+
+def setup(
+    manager: Manager,
+    *,
+    cache: CatalogCache,
+    store: RevisionStore,
+    preparer: Preparer,
+    base_url: str,
+    source_settings: SourceSettings,
+    settings: Settings | None = None,
+    recorder: EventRecorder | None = None,
+    workers: int = 2,
+) -> OlmV1:
+    """Register the ClusterCatalog and ClusterExtension controllers on ``manager``.
+
+    ``base_url`` is where clients reach :meth:`OlmV1.start_server` (``status.urls.base`` of each
+    ClusterCatalog is ``<base_url>/catalogs/<name>``).
+    """
+    served = ServedCatalogs()
+    catalogs = ClusterCatalogReconciler(manager.kube, cache, served, base_url, source_settings)
+    catalog_controller = manager.controller(CATALOG_CONTROLLER, catalogs.reconcile, workers=workers)
+    cluster_catalogs = manager.informer_for(CLUSTER_CATALOGS)
+    catalog_controller.watch(cluster_catalogs)
+    extensions = register(
+        manager,
+        cluster_extension_kind(cache, settings),
+        name=EXTENSION_CONTROLLER,
+        cache=cache,
+        store=store,
+        preparer=preparer,
+        recorder=recorder,
+        workers=workers,
+    )
+    controller = next(c for c in manager.controllers if c.name == EXTENSION_CONTROLLER)
+    inputs = manager.informer_for(CLUSTER_EXTENSIONS)
+    seen: dict[str, str] = {}
+
+    def selection_changed(catalog: Any) -> list[str]:
+        """A ClusterCatalog whose labels, priority, availability or Serving status changed
+        (content changes arrive through the cache): every ClusterExtension resolves again, as
+        operator-controller's catalog watch does."""
+        metadata = catalog.get("metadata") or {}
+        serving = [
+            (c.get("type"), c.get("status"))
+            for c in (catalog.get("status") or {}).get("conditions") or []
+        ]
+        key = repr((metadata.get("labels"), catalog.get("spec"), serving))
+        name = str(metadata.get("name") or "")
+        if seen.get(name) == key:
+            return []
+        seen[name] = key
+        return [str(o["metadata"]["name"]) for o in inputs.store.list()]
+
+    controller.watch(cluster_catalogs, selection_changed)
+    return OlmV1(served, catalogs, extensions)
