@@ -110,6 +110,12 @@ def run(args: argparse.Namespace) -> int:
     if not args.package:
         error("--live needs --package")
         return int(ExitCode.USAGE)
+    if args.output not in ("human", "json", "yaml") or args.changed_since or args.changed_files:
+        error(
+            "--live prints human text, json or yaml; -o github|junit|sarif and --changed-* are "
+            "for the checks without --live"
+        )
+        return int(ExitCode.USAGE)
     try:
         path = live_path(catalog, args.package, args.channel or "", args.start or "")
     except PathError as exc:

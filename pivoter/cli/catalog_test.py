@@ -1,34 +1,47 @@
 """``pivoter catalog test``: what a catalog's channels do to the people who install from them.
 
 Reads a catalog directory (or ``olm.template.basic`` / ``olm.semver`` templates) and prints the
-findings of :func:`resolver.channeltest.report.run_catalog_test` (validation first, errors apart
-from warnings, colour on a terminal) and every channel's upgrade paths, or all of it as
-``-o json``. Exit codes: 0 no errors, 3 (INVALID) errors found or ``--package``/``--channel`` name
-nothing in the catalog, 1 the target is neither a catalog nor templates (or cannot be read),
-2 a malformed ``--expect`` file. With ``--live``, walks one upgrade path on a cluster
-instead (:mod:`pivoter.cli.catalog_live`). Its flags: :mod:`pivoter.cli.commands.catalog`.
+findings of :func:`resolver.channeltest.report.run_catalog_test`, once per package and defect
+(validation first, errors apart from warnings, colour on a terminal; ``-v`` lists every single
+finding under its group) and every channel's upgrade paths; or all of it as ``-o json|yaml``; or
+for CI systems as ``-o github`` (workflow annotations), ``-o junit`` or ``-o sarif``
+(:mod:`resolver.channeltest.ci`). ``--changed-since GIT_REF`` / ``--changed-files FILE`` narrow
+the report to what a change touched or introduced (:mod:`pivoter.cli.catalog_changes`). Exit
+codes: 0 no errors, 3 (INVALID) errors found or ``--package``/``--channel`` name nothing in the
+catalog, 1 the target is neither a catalog nor templates (or cannot be read, or git cannot give
+the ref), 2 a malformed ``--expect`` file or ``--changed-*`` with templates. With ``--live``,
+walks one upgrade path on a cluster instead (:mod:`pivoter.cli.catalog_live`). Its flags:
+:mod:`pivoter.cli.commands.catalog`.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
+from pivoter import __version__
+from pivoter.cli.catalog_changes import ChangeError, changed_report
 from pivoter.cli.exitcodes import ExitCode
 from pivoter.cli.output import emit, error
 from resolver.catalog.errors import CatalogLoadError, Problem
-from resolver.catalog.model import Catalog
+from resolver.catalog.model import Catalog, Origin
+from resolver.channeltest.ci.github import to_github
+from resolver.channeltest.ci.junit import to_junit
+from resolver.channeltest.ci.sarif import to_sarif
 from resolver.channeltest.expectations import (
     Expectation,
     ExpectationError,
     check_expectations,
     load_expectations,
 )
-from resolver.channeltest.findings import ERROR, Finding
+from resolver.channeltest.findings import ERROR, WARNING, Finding
 from resolver.channeltest.loading import load_for_test
+from resolver.channeltest.locate import locate
 from resolver.channeltest.report import Report, run_catalog_test
 from resolver.channeltest.templates import expand_file, find_templates
 
@@ -52,7 +65,19 @@ def run(args: argparse.Namespace) -> int:
             return int(ExitCode.USAGE)
     try:
         others = [load_catalog(p, not args.no_cache)[0] for p in args.others]
-        reports = _reports(args, others)
+        tested, root, templated = _reports(args, others)
+        reports = [report for report, _ in tested]
+        missing = _missing_scope(reports, args.package, args.channel)
+        if missing:
+            error(f"{args.target}: {missing}")
+            return int(ExitCode.INVALID)
+        for report in reports:
+            _expect(report, expectations, root)
+        if args.changed_since or args.changed_files:
+            if templated:
+                error("--changed-since and --changed-files test a catalog directory, not templates")
+                return int(ExitCode.USAGE)
+            reports = [_changed(args, others, expectations, *tested[0])]
     except CatalogLoadError as err:
         for problem in err.problems:
             error(str(problem))
@@ -60,18 +85,80 @@ def run(args: argparse.Namespace) -> int:
     except ExpectationError as err:
         error(str(err))
         return int(ExitCode.USAGE)
-    missing = _missing_scope(reports, args.package, args.channel)
-    if missing:
-        error(f"{args.target}: {missing}")
-        return int(ExitCode.INVALID)
-    if expectations:
-        for report in reports:
-            failed = check_expectations(report, expectations)
-            report.findings = _with_extra(report.findings, failed)
-    data: Any = reports[0].to_dict() if len(reports) == 1 else [r.to_dict() for r in reports]
-    colour = args.output == "human" and sys.stdout.isatty() and "NO_COLOR" not in os.environ
-    emit(data, args.output, lambda _: "\n\n".join(human(r, args.package, colour) for r in reports))
+    except ChangeError as err:
+        error(str(err))
+        return int(err.code)
+    _print(args, reports, os.path.relpath(root) if root else "")
     return int(ExitCode.INVALID if any(r.errors for r in reports) else ExitCode.OK)
+
+
+def _print(args: argparse.Namespace, reports: list[Report], base: str) -> None:
+    """Write ``reports`` in the format ``-o`` asks for; ``base`` is the catalog directory as seen
+    from the working directory (CI formats name files from there)."""
+    if args.output == "github":
+        sys.stdout.write(to_github(reports, base, args.verbose))
+    elif args.output == "junit":
+        sys.stdout.write(to_junit(reports, base, args.verbose))
+    elif args.output == "sarif":
+        sarif = to_sarif(reports, base, args.verbose, __version__)
+        sys.stdout.write(json.dumps(sarif, indent=2) + "\n")
+    else:
+        data: Any = reports[0].to_dict() if len(reports) == 1 else [r.to_dict() for r in reports]
+        colour = args.output == "human" and sys.stdout.isatty() and "NO_COLOR" not in os.environ
+        emit(
+            data,
+            args.output,
+            lambda _: "\n\n".join(human(r, args.package, colour, args.verbose) for r in reports),
+        )
+
+
+def _expect(report: Report, expectations: list[Expectation], root: str) -> None:
+    """Add the failed ``expectations`` to ``report``, their file named from ``root`` as every
+    finding's is."""
+    failed = check_expectations(report, expectations)
+    if root:
+        failed = [_rebased(f, root) for f in failed]
+    report.findings = _with_extra(report.findings, failed)
+
+
+def _rebased(f: Finding, root: str) -> Finding:
+    if f.origin is None:
+        return f
+    path = os.path.relpath(os.path.abspath(f.origin.path), os.path.abspath(root))
+    return dataclasses.replace(f, origin=Origin(path, f.origin.line))
+
+
+def _changed(
+    args: argparse.Namespace,
+    others: Sequence[Catalog],
+    expectations: list[Expectation],
+    report: Report,
+    catalog: Catalog | None,
+) -> Report:
+    """``report`` narrowed to what ``--changed-since``/``--changed-files`` say changed."""
+    assert catalog is not None  # a catalog directory: _reports tested it
+
+    def test_old(old: Catalog, problems: Sequence[object], root: str) -> Report:
+        before = run_catalog_test(
+            old,
+            others=others,
+            package=args.package,
+            channel=args.channel,
+            load_problems=[p for p in problems if isinstance(p, Problem)],
+            root=root,
+        )
+        _expect(before, expectations, root)
+        return before
+
+    return changed_report(
+        report,
+        catalog,
+        directory=args.target,
+        ref=args.changed_since,
+        files_list=args.changed_files,
+        test_old=test_old,
+        load=lambda path: load_catalog(path, False),
+    )
 
 
 def _with_extra(findings: list[Finding], extra: list[Finding]) -> list[Finding]:
@@ -80,7 +167,11 @@ def _with_extra(findings: list[Finding], extra: list[Finding]) -> list[Finding]:
     return errors + extra + rest
 
 
-def _reports(args: argparse.Namespace, others: Sequence[Catalog]) -> list[Report]:
+def _reports(
+    args: argparse.Namespace, others: Sequence[Catalog]
+) -> tuple[list[tuple[Report, Catalog | None]], str, bool]:
+    """Each report with the catalog it tested (None for templates), the directory their files
+    are named from, and whether the target was templates."""
     target: str = args.target
     templates: list[str] = []
     if os.path.isfile(target):
@@ -88,32 +179,37 @@ def _reports(args: argparse.Namespace, others: Sequence[Catalog]) -> list[Report
     elif os.path.isdir(target):
         catalog, problems = load_catalog(target, not args.no_cache)
         if catalog.packages or catalog.channels or catalog.bundles:
-            return [
-                run_catalog_test(
-                    catalog,
-                    others=others,
-                    package=args.package,
-                    channel=args.channel,
-                    load_problems=problems,
-                )
-            ]
+            report = run_catalog_test(
+                catalog,
+                others=others,
+                package=args.package,
+                channel=args.channel,
+                load_problems=problems,
+                root=target,
+            )
+            return [(report, catalog)], target, False
         templates = find_templates(target)
     if not templates:
         raise CatalogLoadError([_no_catalog(target)])
-    reports = []
+    reports: list[tuple[Report, Catalog | None]] = []
     base = target if os.path.isdir(target) else os.path.dirname(target)
     for path in templates:
         rel = os.path.relpath(path, base) if base else path
         for expanded in expand_file(path, others, rel, legacy_skips=args.legacy_semver_skips):
             report = run_catalog_test(
-                expanded.catalog, others=others, package=args.package, channel=args.channel
+                expanded.catalog,
+                others=others,
+                package=args.package,
+                channel=args.channel,
+                root=base or ".",
             )
             report.catalog = f"{rel} ({expanded.schema})"
-            report.findings = _with_extra(report.findings, expanded.findings)
-            reports.append(report)
+            found = locate(expanded.findings, expanded.catalog, base or ".")
+            report.findings = _with_extra(report.findings, found)
+            reports.append((report, None))
     if not reports:  # template files whose documents are neither basic nor semver templates
         raise CatalogLoadError([_no_catalog(target)])
-    return reports
+    return reports, base or ".", True
 
 
 def _missing_scope(reports: Sequence[Report], package: str | None, channel: str | None) -> str:
@@ -141,15 +237,25 @@ def _paint(text: str, code: str, colour: bool) -> str:
     return f"{code}{text}{_RESET}" if colour else text
 
 
-def human(report: Report, package: str | None, colour: bool) -> str:
-    """The report as text for a person: errors, warnings, then channels and paths."""
+def human(report: Report, package: str | None, colour: bool, verbose: bool = False) -> str:
+    """The report as text for a person: errors, warnings (once per package and defect; with
+    ``verbose`` every single finding under its group), then channels and paths."""
     lines = [_paint(report.catalog, _BOLD, colour)]
-    for title, items, code in (
-        ("errors", report.errors, _RED),
-        ("warnings", report.warnings, _YELLOW),
-    ):
-        lines.append(_paint(f"{title.upper()} ({len(items)})", code, colour))
-        lines.extend(f"  {_paint(f.severity, code, colour)}: {_text(f)}" for f in items)
+    if report.changed is not None:
+        lines.append(_changed_line(report.changed))
+    groups = report.groups()
+    for title, severity, code in (("errors", ERROR, _RED), ("warnings", WARNING, _YELLOW)):
+        mine = [g for g in groups if g.severity == severity]
+        singles = sum(len(g.findings) for g in mine)
+        count = f"{len(mine)}" if singles == len(mine) else f"{len(mine)}; {singles} findings"
+        lines.append(_paint(f"{title.upper()} ({count})", code, colour))
+        for g in mine:
+            where = f"{g.origin}: " if g.origin else ""
+            lines.append(f"  {_paint(severity, code, colour)}: {where}{g.message} [{g.code}]")
+            if verbose and len(g.findings) > 1:
+                lines.extend(f"    - {_text(f)}" for f in g.findings)
+    if any(len(g.findings) > 1 for g in groups) and not verbose:
+        lines.append("(grouped by package and defect: -v lists every single finding)")
     lines.append(f"CHANNELS ({len(report.graphs)})")
     for ch in report.channels_data():
         entries = ch["entries"]
@@ -171,8 +277,17 @@ def human(report: Report, package: str | None, colour: bool) -> str:
                 mark = "" if e["reaches_head"] else "  (does not reach the head)"
                 route = " -> ".join(e["path"]) or "no upgrade"
                 lines.append(f"    {e['bundle']}: {e['length']} step(s): {route}{mark}")
-    lines.append(report.summary())
+    lines.append(report.summary(groups))
     return "\n".join(lines)
+
+
+def _changed_line(changed: dict[str, Any]) -> str:
+    since = f"since {changed['since']}" if changed["since"] else "in the listed files"
+    packages = ", ".join(changed["packages"]) or "none"
+    text = f"changed {since}: {len(changed['files'])} file(s), packages {packages}"
+    if changed["introduced_in"]:
+        text += f"; new findings also in {', '.join(changed['introduced_in'])}"
+    return text
 
 
 def _text(f: Finding) -> str:

@@ -43,6 +43,7 @@ __all__ = [
     "Directory",
     "ExistingPath",
     "FlagError",
+    "GitRef",
     "Host",
     "HostPort",
     "InputSpec",
@@ -503,6 +504,33 @@ class Name:
             raise FlagError(f"{self.what} {text!r} is not valid: use {rule}")
         if pattern is None and (text != text.strip() or text.startswith("-")):
             raise FlagError(f"{self.what} {text!r} is not valid")
+        return text
+
+
+_GIT_REF = re.compile(r"^[A-Za-z0-9_./@{}~^+-]+$")
+
+
+@dataclass(frozen=True)
+class GitRef:
+    """A git revision naming one commit: a branch, tag, commit id or ``HEAD~2``/``main^``/
+    ``@{u}``; not a range (``a..b``), not ``REV:path``, never starting with ``-`` (it would be
+    read as an option). Whether it exists is for git to say when the command runs."""
+
+    what: str = "git ref"
+    kind = "git-ref"
+
+    def __call__(self, text: str) -> str:
+        """Check the revision's shape and return it."""
+        if not text:
+            raise FlagError(f"{self.what} must not be empty")
+        _no_control(text, self.what)
+        if len(text) > MAX_NAME:
+            raise FlagError(f"{self.what} is longer than {MAX_NAME} characters")
+        if text.startswith("-") or ".." in text or not _GIT_REF.match(text):
+            raise FlagError(
+                f"{self.what} {text!r} is not valid: give one commit (a branch, tag, commit id "
+                "or e.g. HEAD~1), not a range or an option"
+            )
         return text
 
 

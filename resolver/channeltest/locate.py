@@ -5,8 +5,9 @@ downgrade edge) is about one entry of that channel, and CI annotations show on t
 of a pull request only when they name the entry's own line. :func:`locate` reads the catalog
 files again (through the same file guard as the loader) and moves a channel finding to the line of
 its entry (``name: <bundle>`` within the channel object, YAML or JSON), and a finding of a
-template, whose objects have no line, to the line naming its image or bundle. A finding whose
-text cannot be found keeps the line it had. Called by
+template, whose objects have no line, to the line naming its image, bundle or package. A finding
+whose text cannot be found keeps the line it had (a line past the end of its file, where a YAML
+parser reports an unclosed bracket, becomes the last line). Called by
 :func:`resolver.channeltest.report.run_catalog_test` when it is given the catalog's directory.
 """
 
@@ -103,7 +104,9 @@ def _line(f: Finding, catalog: Catalog, files: _Files, channel_starts: set[tuple
             return 0
         return _find(lines, origin.line, files.object_end(origin), _entry_pattern(f.bundle))
     if origin.line:
-        return 0
+        lines = files.lines(origin.path)
+        # A parser error at the end of a file is reported on the line after the last one.
+        return len(lines) if lines and origin.line > len(lines) else 0
     # A template: objects have no line; look for what the finding names.
     lines = files.lines(origin.path)
     if lines is None:
@@ -116,6 +119,8 @@ def _line(f: Finding, catalog: Catalog, files: _Files, channel_starts: set[tuple
         bundle = catalog.bundle(f.package, f.bundle)
         if bundle is not None and bundle.image:
             needles.append(bundle.image)
+    if f.package:  # the package object (or its first mention)
+        needles.append(_entry_pattern(f.package))
     for needle in needles:
         found = _find(lines, 1, len(lines) + 1, needle)
         if found:

@@ -202,6 +202,9 @@ def bad_values(action: argparse.Action, paths: Paths) -> list[str]:
         values += ["http://[::1", f"{CATALOG},name=", ""]
     elif kind == "package-request":
         values = ["", "x@foobar", "@1.0", "tab\tname"]
+    elif kind == "git-ref":
+        values = ["", "-p", "--output=/tmp/x", "a..b", "HEAD:catalog.yaml", "has space", "x" * 300]
+        values += ["line\nbreak", "no-such-ref-anywhere"]  # the last one: git says so
     else:
         raise AssertionError(f"no hostile values for converter kind {kind!r}")
     if optional:
@@ -385,6 +388,8 @@ def test_each_command_with_each_bad_flag_value_fails_in_one_line(
         ("run", "--kubeconfig"),
         ("catalog render", "--token-file"),
         ("catalog graph", "--output"),
+        ("catalog test", "--changed-since"),
+        ("catalog test", "--changed-files"),
         ("history", "input"),
     ]:
         assert expected in covered

@@ -30,12 +30,13 @@ def set_handler(parser: argparse.ArgumentParser, target: str) -> None:
     parser.set_defaults(handler=target)
 
 
-def add_output_flag(parser: argparse.ArgumentParser) -> None:
-    """Add the ``-o/--output`` flag every data-printing command shares."""
+def add_output_flag(parser: argparse.ArgumentParser, extra: tuple[str, ...] = ()) -> None:
+    """Add the ``-o/--output`` flag every data-printing command shares (``extra``: formats
+    of this command only)."""
     parser.add_argument(
         "-o",
         "--output",
-        choices=OUTPUT_FORMATS,
+        choices=OUTPUT_FORMATS + extra,
         default="human",
         help="output format (default: human-readable text)",
     )

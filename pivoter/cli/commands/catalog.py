@@ -17,6 +17,7 @@ from pivoter.cli.flags import (
     Count,
     Directory,
     ExistingPath,
+    GitRef,
     Host,
     HostPort,
     Name,
@@ -27,6 +28,9 @@ from pivoter.cli.flags import (
     Url,
     VersionText,
 )
+
+TEST_CI_FORMATS = ("github", "junit", "sarif")
+"""``catalog test -o`` formats for CI systems, besides human, json and yaml."""
 
 GRAPH_FORMATS = {"svg": "svg", "png": "png", "dot": "dot", "gv": "dot", "mmd": "mermaid"}
 GRAPH_FORMATS["mermaid"] = "mermaid"
@@ -43,7 +47,9 @@ def register(subparsers: Subparsers) -> None:
     group = parser.add_subparsers(dest="catalog_command", metavar="SUBCOMMAND", required=True)
     for name, (help_text, setup) in _SUBCOMMANDS.items():
         sub = add_command(group, name, help_text)
-        if name != "graph":  # graph's -o names the output file
+        if name == "test":
+            add_output_flag(sub, TEST_CI_FORMATS)
+        elif name != "graph":  # graph's -o names the output file
             add_output_flag(sub)
         setup(sub)
 
@@ -166,8 +172,36 @@ def _setup_test(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="expand olm.semver templates as older opm releases did (skips per minor version)",
     )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="list every single finding under its group (and one annotation/result each with "
+        "-o github|sarif)",
+    )
+    _add_changed_flags(parser)
     set_handler(parser, "pivoter.cli.catalog_test:run")
     _add_live_flags(parser)
+
+
+def _add_changed_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "pull requests: report what a change touched or introduced (a catalog directory only)"
+    )
+    group.add_argument(
+        "--changed-since",
+        metavar="GIT_REF",
+        type=GitRef("--changed-since"),
+        help="report findings in packages whose files changed since GIT_REF (working tree "
+        "included), and findings present now but not at GIT_REF in any package",
+    )
+    group.add_argument(
+        "--changed-files",
+        metavar="FILE",
+        type=TextFile("--changed-files"),
+        help="a file listing changed paths, one a line (as 'git diff --name-only' prints them, "
+        "relative to the working directory): report findings in the packages they touch",
+    )
 
 
 def _add_live_flags(parser: argparse.ArgumentParser) -> None:
