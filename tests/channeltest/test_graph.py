@@ -11,9 +11,11 @@ from typing import Any
 
 import pytest
 
-from resolver.channeltest.graph import channel_graphs
+from resolver.channeltest.graph import ChannelGraph, channel_graphs
+from resolver.channeltest.loading import load_for_test
 from resolver.channeltest.render import DrawnEdge, GraphTooLarge, drawn_edges, to_dot, to_mermaid
-from tests.channeltest.helpers import GOOD, Docs, bundle, load, write
+from tests.channeltest.helpers import DATA, GOOD, Docs, bundle, load, write
+from tests.clirun import pivoter as run_pivoter
 from tests.tools import SHARED, tool
 
 
@@ -132,3 +134,60 @@ def test_project_quay_renders_legibly() -> None:
     graphs = channel_graphs(catalog, "project-quay")
     assert sum(len(g.entries) for g in graphs) >= 150
     assert overlaps(layout_boxes(to_dot(graphs, "stable-3.17"))) == []
+
+
+def _downgrade_graphs() -> list[ChannelGraph]:
+    catalog, _ = load_for_test(str(DATA / "every-code"), use_cache=False)  # broken.yaml aside
+    return channel_graphs(catalog, "downgrade")
+
+
+def _node_line(text: str, name: str) -> str:
+    return next(line for line in text.splitlines() if line.strip().startswith(f'"c0_{name}" ['))
+
+
+def test_dot_draws_each_defect_apart_with_a_legend() -> None:
+    text = to_dot(_downgrade_graphs(), "stable")
+    stranded = _node_line(text, "downgrade.v1.2.0")
+    assert 'fillcolor="#f8c4c4" color="#b00020"' in stranded
+    assert 'id="node-stable__downgrade.v1.2.0"' in stranded
+    assert "stranded: users are never upgraded" in stranded  # its tooltip
+    assert 'fillcolor="#fde2b8"' in _node_line(text, "downgrade.v1.0.0")  # does not reach head
+    assert "dashed" in _node_line(text, "downgrade.v1.1.0")  # unreachable
+    assert "peripheries=2" in _node_line(text, "downgrade.v2.0.0")  # the head, unmarked
+    assert "#b00020" not in _node_line(text, "downgrade.v2.0.0")
+    edge = next(
+        line
+        for line in text.splitlines()
+        if '"c0_downgrade.v1.2.0" -> "c0_downgrade.v1.1.0"' in line
+    )
+    assert 'label="downgrade"' in edge
+    assert "style=bold" in edge
+    legend = next(line for line in text.splitlines() if "label=<<table" in line)
+    rows = ["stranded", "do not reach the head", "unreachable", "downgrade edge"]
+    assert [legend.index(r) for r in rows] == sorted(legend.index(r) for r in rows)
+    assert "label=<<table" not in to_dot(channel_graphs(load(GOOD), "demo"), "stable")
+
+
+def test_mermaid_marks_defects() -> None:
+    text = to_mermaid(_downgrade_graphs(), "stable")
+    assert "class c0_downgrade_v1_2_0 stranded" in text
+    assert "class c0_downgrade_v1_0_0 offhead" in text
+    assert "class c0_downgrade_v1_1_0 unreachable" in text
+    links = [line for line in text.splitlines() if "-->" in line or "-.->" in line]
+    index = next(i for i, line in enumerate(links) if 'replaces downgrade"|' in line)
+    assert f"linkStyle {index} stroke:#b00020" in text
+
+
+@pytest.mark.tools  # catalog graph runs graphviz's dot
+def test_catalog_graph_svg_has_a_node_per_finding(tmp_path: Path) -> None:
+    dot_binary()
+    out = tmp_path / "g.svg"
+    result = run_pivoter(
+        "catalog", "graph", str(DATA / "every-code"), "--package", "downgrade", "-o", str(out)
+    )
+    assert result.returncode == 0, result.stderr
+    svg = out.read_text()
+    # graphviz writes the id with '-' as &#45;: the document's id is node-stable__downgrade.v1.2.0
+    start = svg.index('id="node&#45;stable__downgrade.v1.2.0"')
+    assert 'fill="#f8c4c4" stroke="#b00020"' in svg[start : svg.index("</g>", start)]
+    assert "legend" in svg

@@ -75,6 +75,31 @@ def test_pages_show_paths_findings_and_properties(ui_url: str) -> None:
     assert b"release-1.0" in bundle
 
 
+def test_findings_are_grouped_and_link_to_their_nodes(ui_url: str) -> None:
+    _, _, findings = get(ui_url + "/ui/findings")
+    node = "node-Fast__aws-neuron-operator.v0.1.2"
+    assert f'href="/ui/p/aws-neuron-operator/c/Fast#{node}"'.encode() in findings
+    # the three entries that stop at 0.1.2 are one finding, the three under it
+    assert b"upgrades from 0.0.1-0.0.3 (3 entries) stop at 0.1.2" in findings
+    assert b"<summary>3 findings</summary>" in findings
+    _, _, channel = get(ui_url + "/ui/p/aws-neuron-operator/c/Fast")
+    assert f'class="node-link" href="#{node}"'.encode() in channel
+    assert b'<tr class="mark-stranded">' in channel
+
+
+def test_channel_page_without_graphviz(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No dot: the drawing is an image of Mermaid text, and the page draws the legend itself."""
+    from pivoter.catalogserver import ui
+
+    monkeypatch.setattr(ui.shutil, "which", lambda _: None)
+    snap = load_snapshot(str(CATALOG), name="community")
+    page = ui.render("/ui/p/aws-neuron-operator/c/Fast", snap.catalog, "community").body
+    assert b'<img alt="upgrade graph of Fast"' in page
+    assert b'<p class="legend">' in page
+    assert b"stranded: users are never upgraded" in page
+    assert b"<svg" not in page
+
+
 def test_unknown_pages_are_404(ui_url: str) -> None:
     assert get(ui_url + "/ui/p/nope")[0] == 404
     assert get(ui_url + "/ui/p/slurm-operator/c/nope")[0] == 404
