@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pivoter.catalogserver import gojson
-from resolver.catalog import model
+from resolver.catalog import gojson, model
 
 # A field: (json name, kind, omitempty). A kind is "str", "bool", "int", "raw" (any JSON),
 # "own" (a value built here, kept as is), "strs" (list of str), "map" (str -> str), or a

@@ -24,9 +24,8 @@ from dataclasses import dataclass, field
 import orjson
 from google.protobuf import struct_pb2
 
-from pivoter.catalogserver import gojson
 from pivoter.catalogserver.csv import synthesize_csv
-from resolver.catalog import model
+from resolver.catalog import gojson, model
 from resolver.catalog.registryapi import registry_pb2 as api
 
 # opm refuses custom-schema keys that could escape its cache directory; same rule here.

@@ -2,8 +2,9 @@
 
 ``pivoter catalog serve`` (:mod:`pivoter.catalogserver.serve`) builds one :class:`Reloader`; the
 gRPC and HTTP servers read :attr:`Reloader.current` on every request. A reload loads the
-directory with the shared loader (every file through :mod:`resolver.catalog.guard`), validates
-it, builds the registry view and the catalogd JSONL, and only then swaps the snapshot (one
+directory with the shared loader (every file through :mod:`resolver.catalog.guard`; the catalogd
+JSONL is rendered from the same read, :func:`resolver.catalog.load.load_served`), validates it,
+builds the registry view, and only then swaps the snapshot (one
 attribute assignment): readers see the old catalog or the new one, never a mix.
 
 A reload that fails keeps the last good snapshot, whatever the failure: a broken edit, an
@@ -26,21 +27,17 @@ import gc
 import gzip
 import hashlib
 import logging
-import os
 import threading
 import time
 from dataclasses import dataclass, field, replace
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from pivoter.catalogserver import gojson
 from pivoter.catalogserver.registry import RegistryError, RegistryView
 from resolver.catalog import model
-from resolver.catalog.decode import meta_of
 from resolver.catalog.errors import CatalogLoadError
-from resolver.catalog.guard import RefusedFile, read_text
-from resolver.catalog.load import load_directory
-from resolver.catalog.parse import parse_text
+from resolver.catalog.jsonl import MetaLine
+from resolver.catalog.load import load_served
 from resolver.catalog.validate import validate
 from resolver.catalog.walk import list_catalog_files
 
@@ -52,25 +49,14 @@ class SnapshotError(Exception):
 
 
 @dataclass(frozen=True, slots=True)
-class MetaLine:
-    """Where one object sits in the JSONL body, and its meta keys (for ``/api/v1/metas``)."""
-
-    schema: str
-    package: str
-    name: str
-    start: int
-    end: int
-
-
-@dataclass(frozen=True, slots=True)
 class Snapshot:
     """One loaded, validated catalog and everything the servers derive from it."""
 
     catalog: model.Catalog
     view: RegistryView
     jsonl_gzip: bytes
-    """The catalogd body, gzip-compressed: most clients ask for gzip, and holding only this copy
-    keeps a catalog's text at a quarter of its size in memory."""
+    """The catalogd body, gzip-compressed (:mod:`resolver.catalog.jsonl`): most clients ask for
+    gzip, and holding only this copy keeps a catalog's text at a quarter of its size in memory."""
     jsonl_size: int
     """Length of the uncompressed body."""
     lines: tuple[MetaLine, ...]
@@ -96,39 +82,11 @@ def directory_signature(root: str) -> str:
     return digest.hexdigest()
 
 
-def render_jsonl(root: str) -> tuple[bytes, tuple[MetaLine, ...]]:
-    """Return the catalog as catalogd serves it: one Go-encoded object per line, in walk order."""
-    files, problems = list_catalog_files(root)
-    if problems:
-        raise SnapshotError("; ".join(str(p) for p in problems))
-    chunks: list[bytes] = []
-    lines: list[MetaLine] = []
-    offset = 0
-    real_root = os.path.realpath(root)
-    for f in files:
-        try:
-            text = read_text(real_root, f.path, walked=True, expect=(f.device, f.inode))
-        except RefusedFile as err:
-            raise SnapshotError(f"{f.relpath}: {err}") from None
-        parsed = parse_text(text)
-        del text
-        if parsed.problems:
-            line, message = parsed.problems[0]
-            raise SnapshotError(f"{f.relpath}:{line}: {message}")
-        for blob, _line in parsed.objects:
-            schema, package, name = meta_of(blob)
-            data = (gojson.dumps(blob) + "\n").encode()
-            lines.append(MetaLine(schema, package, name, offset, offset + len(data)))
-            chunks.append(data)
-            offset += len(data)
-    return b"".join(chunks), tuple(lines)
-
-
 def load_snapshot(root: str, *, name: str) -> Snapshot:
     """Load, validate and index the catalog in ``root``; raise SnapshotError when it is broken."""
     before = directory_signature(root)
     try:
-        catalog = load_directory(root, name=name)
+        catalog, body = load_served(root, name=name)
     except CatalogLoadError as err:
         raise SnapshotError(f"cannot load: {err}") from None
     findings = validate(catalog)
@@ -141,16 +99,14 @@ def load_snapshot(root: str, *, name: str) -> Snapshot:
         view = RegistryView(catalog)
     except RegistryError as err:
         raise SnapshotError(f"invalid catalog: {err}") from None
-    jsonl, lines = render_jsonl(root)
     if directory_signature(root) != before:
         raise SnapshotError("the directory changed while it was being read; will retry")
     return Snapshot(
         catalog=catalog,
         view=view,
-        # Compressed once per load: /api/v1/all is the hot path and gzip is what clients ask for.
-        jsonl_gzip=gzip.compress(jsonl, compresslevel=6, mtime=0),
-        jsonl_size=len(jsonl),
-        lines=lines,
+        jsonl_gzip=body.gzip,
+        jsonl_size=body.size,
+        lines=body.lines,
         last_modified=int(time.time()),
         signature=before,
         warnings=tuple(str(f) for f in findings if not _is_error(f)),

@@ -2,11 +2,12 @@
 
 One pickle per catalog root (named by a hash of its real path) under the cache directory
 (default ``~/.cache/pivoter/catalogs``, or ``$PIVOTER_CACHE/catalogs``). It maps each file's
-relative path to its signature (size, mtime_ns, inode, device) and the objects decoded from it,
-pickled on their own (:func:`pack_objects`), so a reload re-reads only files that changed and the
-cache is rewritten from those bytes without pickling anything again (the worker processes of
-:mod:`resolver.catalog.parallel` send a file's objects back in that same form). Only files that
-loaded without problems are cached.
+relative path to its signature (size, mtime_ns, inode, device) and the objects decoded from it
+(with the file's lines as catalogd serves them, when a server loaded it:
+:mod:`resolver.catalog.jsonl`), pickled on their own (:func:`pack_entry`), so a reload re-reads
+only files that changed and the cache is rewritten from those bytes without pickling anything
+again (the worker processes of :mod:`resolver.catalog.parallel` send a file's objects back in
+that same form). Only files that loaded without problems are cached.
 Called by :mod:`resolver.catalog.load`; a missing, stale, corrupt (truncated, garbage, another
 format version, unexpected contents) or unwritable cache is simply ignored and rebuilt, never an
 error (a damaged entry costs only the parse of its file). Reading unpickles only the model's own
@@ -27,8 +28,9 @@ from typing import Any
 
 from resolver.catalog import model
 from resolver.catalog.decode import CatalogObject
+from resolver.catalog.jsonl import FileLines
 
-_FORMAT = 3  # bump when the model's pickled shape or the parser's values change
+_FORMAT = 4  # bump when the model's pickled shape or the parser's values change
 
 Signature = tuple[int, int, int, int]
 
@@ -43,32 +45,47 @@ def default_cache_dir() -> str:
 
 @dataclass(slots=True)
 class FileCache:
-    """Decoded objects of the files of one catalog root (:func:`pack_objects`), by relative path."""
+    """Decoded objects of the files of one catalog root (:func:`pack_entry`), by relative path."""
 
     files: dict[str, tuple[Signature, bytes]] = field(default_factory=dict)
 
-    def get(self, relpath: str, signature: Signature) -> list[CatalogObject] | None:
-        """Return the cached objects of ``relpath`` if it still has ``signature`` (and is sound)."""
+    def get(self, relpath: str, signature: Signature, *, lines: bool = False) -> FileEntry | None:
+        """Return the cached entry of ``relpath`` if it still has ``signature`` (and is sound);
+        with ``lines``, only an entry that holds the file's served lines."""
         hit = self.files.get(relpath)
         if hit is None or hit[0] != signature:
             return None
-        return unpack_objects(hit[1])
+        entry = unpack_entry(hit[1])
+        if entry is None or (lines and entry[1] is None):
+            return None
+        return entry
 
 
-def pack_objects(objects: list[CatalogObject]) -> bytes:
-    """Pickle the decoded objects of one file, as the cache stores them."""
-    return pickle.dumps(objects, protocol=pickle.HIGHEST_PROTOCOL)
+FileEntry = tuple[list[CatalogObject], FileLines | None]
+"""What the cache holds of one file: its decoded objects, and its served lines when known."""
 
 
-def unpack_objects(blob: bytes) -> list[CatalogObject] | None:
-    """Unpickle :func:`pack_objects`' bytes with the model-only unpickler; None if unsound."""
+def pack_entry(objects: list[CatalogObject], lines: FileLines | None) -> bytes:
+    """Pickle one file's decoded objects (and served lines, :mod:`resolver.catalog.jsonl`)."""
+    plain = None if lines is None else lines.to_plain()
+    return pickle.dumps((objects, plain), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def unpack_entry(blob: bytes) -> FileEntry | None:
+    """Unpickle :func:`pack_entry`'s bytes with the model-only unpickler; None if unsound."""
     try:
-        objects: Any = _ModelUnpickler(io.BytesIO(blob)).load()
+        data: Any = _ModelUnpickler(io.BytesIO(blob)).load()
     except Exception:  # truncated, garbage, planted: the file is parsed again
         return None
+    if not isinstance(data, tuple) or len(data) != 2:
+        return None
+    objects, plain = data
     if not isinstance(objects, list) or not all(isinstance(o, _OBJECT_TYPES) for o in objects):
         return None
-    return objects
+    if plain is None:
+        return objects, None
+    lines = FileLines.from_plain(plain)
+    return None if lines is None else (objects, lines)
 
 
 def _cache_path(cache_dir: str, root: str) -> str:

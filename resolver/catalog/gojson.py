@@ -2,8 +2,8 @@
 
 catalogd serves every catalog object re-encoded from a Go map (keys sorted, HTML escaping off,
 numbers decoded to float64), and opm hands property values to gRPC clients the same way. To answer
-byte for byte like them, the HTTP server (:mod:`pivoter.catalogserver.http`) and the gRPC message
-builder (:mod:`pivoter.catalogserver.registry`) encode through :func:`dumps`.
+byte for byte like them, the catalogd body (:mod:`resolver.catalog.jsonl`) and pivoter's gRPC
+message builder (``pivoter.catalogserver.registry``) encode through :func:`dumps`.
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@
 each a YAML or concatenated-JSON stream; unknown schemas kept as opaque blobs; every file read
 through :mod:`resolver.catalog.guard`; on every core when there is enough to parse, see
 :mod:`resolver.catalog.parallel`) and
+:func:`load_served` also gives the body catalogd would serve, from the same read of each file;
 :func:`load_objects` builds a catalog from objects that arrived some other way (gRPC, HTTP).
 Both raise :class:`~resolver.catalog.errors.CatalogLoadError` with every problem found, each naming
 file and line; they never return a half-loaded catalog. Loading does not validate the catalog's
@@ -14,6 +15,7 @@ Called by the CLI (``pivoter catalog validate|render``), the catalog sources and
 
 from __future__ import annotations
 
+import functools
 import gc
 import os
 from collections.abc import Iterable
@@ -23,12 +25,19 @@ from resolver.catalog import cache as parsed_cache
 from resolver.catalog.decode import CatalogObject, DecodeError, decode_object
 from resolver.catalog.errors import CatalogLoadError, Problem
 from resolver.catalog.guard import RefusedFile, read_bytes, real_path
+from resolver.catalog.jsonl import Body, FileLines, join, render_file
 from resolver.catalog.model import Bundle, Catalog, Channel, Deprecation, Meta, Origin, Package
 from resolver.catalog.parallel import PARALLEL_MIN_BYTES, load_files
-from resolver.catalog.parse import parse_text
+from resolver.catalog.parse import ParsedFile, parse_text
 from resolver.catalog.walk import DEFAULT_MAX_FILE_BYTES, CatalogFile, list_catalog_files
 
-__all__ = ["DEFAULT_MAX_FILE_BYTES", "load_directory", "load_file_objects", "load_objects"]
+__all__ = [
+    "DEFAULT_MAX_FILE_BYTES",
+    "load_directory",
+    "load_file_objects",
+    "load_objects",
+    "load_served",
+]
 
 
 def load_directory(
@@ -49,20 +58,51 @@ def load_directory(
     add up to ``parallel_min_bytes`` or more; the result is the same either way.
     Raises CatalogLoadError listing every problem (I/O ones have ``io`` set).
     """
+    catalog, _ = _load(
+        os.fspath(path),
+        name=name,
+        cache_dir=cache_dir,
+        use_cache=use_cache,
+        max_file_bytes=max_file_bytes,
+        workers=workers,
+        parallel_min_bytes=parallel_min_bytes,
+        render=False,
+    )
+    return catalog
+
+
+def load_served(
+    path: str | os.PathLike[str],
+    *,
+    name: str | None = None,
+    cache_dir: str | None = None,
+    use_cache: bool = True,
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    workers: int | None = None,
+    parallel_min_bytes: int = PARALLEL_MIN_BYTES,
+) -> tuple[Catalog, Body]:
+    """:func:`load_directory`, and the catalog's body as catalogd serves it, from the same read
+    of each file (:mod:`resolver.catalog.jsonl`; kept in the cache beside the objects)."""
+    catalog, files = _load(
+        os.fspath(path),
+        name=name,
+        cache_dir=cache_dir,
+        use_cache=use_cache,
+        max_file_bytes=max_file_bytes,
+        workers=workers,
+        parallel_min_bytes=parallel_min_bytes,
+        render=True,
+    )
+    return catalog, join(files)
+
+
+def _load(root: str, **options: Any) -> tuple[Catalog, list[FileLines]]:
     # Loading allocates hundreds of thousands of containers and frees none of them: the cyclic
     # garbage collector's passes over them are pure overhead (about a third of a warm reload).
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _load_directory(
-            os.fspath(path),
-            name=name,
-            cache_dir=cache_dir,
-            use_cache=use_cache,
-            max_file_bytes=max_file_bytes,
-            workers=workers,
-            parallel_min_bytes=parallel_min_bytes,
-        )
+        return _load_directory(root, **options)
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -77,7 +117,8 @@ def _load_directory(
     max_file_bytes: int,
     workers: int | None,
     parallel_min_bytes: int,
-) -> Catalog:
+    render: bool,
+) -> tuple[Catalog, list[FileLines]]:
     if not os.path.isdir(root):
         what = "does not exist" if not os.path.exists(root) else "is not a directory"
         raise CatalogLoadError([Problem(f"{root} {what}", io=True)])
@@ -85,9 +126,9 @@ def _load_directory(
     real_root = real_path(root)  # where list_catalog_files found the files
     directory = cache_dir or parsed_cache.default_cache_dir()
     cached = parsed_cache.read(directory, root) if use_cache else parsed_cache.FileCache()
-    hits: dict[str, list[CatalogObject]] = {}
+    hits: dict[str, parsed_cache.FileEntry] = {}
     for ref in files:
-        hit = cached.get(ref.relpath, ref.signature)
+        hit = cached.get(ref.relpath, ref.signature, lines=render)
         if hit is not None:
             hits[ref.relpath] = hit
     misses = [ref for ref in files if ref.relpath not in hits]
@@ -95,7 +136,7 @@ def _load_directory(
         load_files(
             real_root,
             misses,
-            _load_file,
+            functools.partial(_load_file, render=render),
             max_file_bytes=max_file_bytes,
             keep_blobs=use_cache,
             workers=workers,
@@ -103,13 +144,16 @@ def _load_directory(
         )
     )
     fresh = parsed_cache.FileCache()
-    to_pack: list[tuple[CatalogFile, list[CatalogObject]]] = []
+    to_pack: list[tuple[CatalogFile, list[CatalogObject], FileLines | None]] = []
     objects: list[CatalogObject] = []
+    rendered: list[FileLines] = []
     for ref in files:  # in file order: objects and problems as one process finds them
         hit = hits.get(ref.relpath)
         if hit is not None:
             fresh.files[ref.relpath] = (ref.signature, cached.files[ref.relpath][1])
-            objects.extend(hit)
+            objects.extend(hit[0])
+            if hit[1] is not None:
+                rendered.append(hit[1])
             continue
         result = next(loaded)
         if result.problems:
@@ -118,43 +162,58 @@ def _load_directory(
         if result.blob is not None:  # from a worker, already pickled
             fresh.files[ref.relpath] = (ref.signature, result.blob)
         else:  # loaded here: pickled only if the cache is written (not for a failed load)
-            to_pack.append((ref, result.objects))
+            to_pack.append((ref, result.objects, result.lines))
         objects.extend(result.objects)
+        if result.lines is not None:
+            rendered.append(result.lines)
     if problems:
         raise CatalogLoadError(problems)
     if use_cache and (misses or fresh.files.keys() != cached.files.keys()):
-        for ref, file_objects in to_pack:
-            fresh.files[ref.relpath] = (ref.signature, parsed_cache.pack_objects(file_objects))
+        for ref, file_objects, lines in to_pack:
+            fresh.files[ref.relpath] = (ref.signature, parsed_cache.pack_entry(file_objects, lines))
         parsed_cache.write(directory, root, fresh)
-    return assemble(objects, name if name is not None else os.path.basename(os.path.abspath(root)))
+    name = name if name is not None else os.path.basename(os.path.abspath(root))
+    return assemble(objects, name), rendered
 
 
 def _load_file(
-    root: str, ref: CatalogFile, max_file_bytes: int
-) -> tuple[list[CatalogObject], list[Problem]]:
+    root: str, ref: CatalogFile, max_file_bytes: int, *, render: bool
+) -> tuple[list[CatalogObject], list[Problem], FileLines | None]:
     try:
         data = read_bytes(
             root, ref.path, max_bytes=max_file_bytes, walked=True, expect=(ref.device, ref.inode)
         )
     except RefusedFile as err:
-        return [], [Problem(err.message, Origin(ref.relpath), io=err.io)]
+        return [], [Problem(err.message, Origin(ref.relpath), io=err.io)], None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
         line = data.count(b"\n", 0, err.start) + 1
-        return [], [
-            Problem(
-                f"not valid UTF-8 (byte 0x{data[err.start]:02x} at offset {err.start})",
-                Origin(ref.relpath, line),
-            )
-        ]
+        return (
+            [],
+            [
+                Problem(
+                    f"not valid UTF-8 (byte 0x{data[err.start]:02x} at offset {err.start})",
+                    Origin(ref.relpath, line),
+                )
+            ],
+            None,
+        )
     del data  # keep one copy of a large file in memory, not two
-    return load_file_objects(text, ref.relpath)
+    parsed = parse_text(text)
+    del text
+    objects, problems = _decode(parsed, ref.relpath)
+    if problems or not render:
+        return objects, problems, None
+    return objects, problems, render_file(blob for blob, _ in parsed.objects)
 
 
 def load_file_objects(text: str, relpath: str) -> tuple[list[CatalogObject], list[Problem]]:
     """Decode the objects of one file's text; ``relpath`` names it in origins and problems."""
-    parsed = parse_text(text)
+    return _decode(parse_text(text), relpath)
+
+
+def _decode(parsed: ParsedFile, relpath: str) -> tuple[list[CatalogObject], list[Problem]]:
     problems = [Problem(msg, Origin(relpath, line)) for line, msg in parsed.problems]
     objects: list[CatalogObject] = []
     for blob, line in parsed.objects:

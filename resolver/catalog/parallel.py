@@ -7,8 +7,9 @@ small catalogs stay in this process, where starting workers would cost more than
 
 A worker runs the very function this process would (the caller's ``load_one``: the file read
 through :mod:`resolver.catalog.guard` with its (device, inode) expectation, parsed, decoded) and
-sends back the file's problems or its decoded objects in the pickled form of the parsed-catalog
-cache (:func:`resolver.catalog.cache.pack_objects`): this process unpickles them with the cache's
+sends back the file's problems or its decoded objects (and served lines, when asked for) in the
+pickled form of the parsed-catalog cache (:func:`resolver.catalog.cache.pack_entry`): this process
+unpickles them with the cache's
 model-only unpickler and can write the cache from the same bytes. Workers take the largest files
 first; this process takes the smallest, and collects results between two files, so the work
 shares itself out whether parsing or shipping objects back costs more (YAML or JSON). Results are
@@ -29,9 +30,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from resolver.catalog.cache import pack_objects, unpack_objects
+from resolver.catalog.cache import pack_entry, unpack_entry
 from resolver.catalog.decode import CatalogObject
 from resolver.catalog.errors import Problem
+from resolver.catalog.jsonl import FileLines
 from resolver.catalog.walk import CatalogFile
 
 if TYPE_CHECKING:  # multiprocessing is imported when workers start: small loads never need it
@@ -46,20 +48,25 @@ PARALLEL_MIN_BYTES = 2 << 20
 milliseconds, but on a busy machine the second core is not always free: the 1.8 MB templates
 directory (70 ms in one process) took 20 ms longer with workers; the 14-24 MB catalogs gain."""
 
-FileLoader = Callable[[str, CatalogFile, int], tuple[list[CatalogObject], list[Problem]]]
-"""Loads one file: ``(real root, file, max_file_bytes) -> (objects, problems)``."""
+FileLoader = Callable[
+    [str, CatalogFile, int], tuple[list[CatalogObject], list[Problem], FileLines | None]
+]
+"""Loads one file: ``(real root, file, max_file_bytes) -> (objects, problems, lines)``; the
+file's served lines (:mod:`resolver.catalog.jsonl`) when the caller renders them, else None."""
 
 
 @dataclass(slots=True)
 class LoadedFile:
-    """What one file gave: its objects, or its problems (then no objects), and the cache bytes.
+    """What one file gave: its objects and lines, or its problems (then nothing else), and the
+    cache bytes.
 
-    ``blob`` is ``objects`` pickled for the parsed-catalog cache when a worker loaded the file
-    (and the caller asked to keep them), else None: a file loaded here is pickled only if the
-    cache is written (not for a load that fails).
+    ``blob`` is ``objects`` and ``lines`` pickled for the parsed-catalog cache when a worker
+    loaded the file (and the caller asked to keep them), else None: a file loaded here is pickled
+    only if the cache is written (not for a load that fails).
     """
 
     objects: list[CatalogObject]
+    lines: FileLines | None
     problems: list[Problem]
     blob: bytes | None
 
@@ -100,8 +107,10 @@ def load_files(
 def _load_here(
     root: str, ref: CatalogFile, load_one: FileLoader, max_file_bytes: int
 ) -> LoadedFile:
-    objects, problems = load_one(root, ref, max_file_bytes)
-    return LoadedFile([] if problems else objects, problems, None)
+    objects, problems, lines = load_one(root, ref, max_file_bytes)
+    if problems:
+        return LoadedFile([], None, problems, None)
+    return LoadedFile(objects, lines, [], None)
 
 
 def _load_in_workers(
@@ -298,8 +307,8 @@ def _serve(
             if index is None:
                 return
             try:
-                objects, problems = load_one(root, refs[index], max_file_bytes)
-                blob: bytes | None = b"" if problems else pack_objects(objects)
+                objects, problems, lines = load_one(root, refs[index], max_file_bytes)
+                blob: bytes | None = b"" if problems else pack_entry(objects, lines)
             except Exception:
                 blob, problems = None, []
             outbox.put((index, blob, problems))
@@ -320,8 +329,9 @@ def _send_all(
 
 def _received(blob: bytes | None, problems: list[Problem], keep_blobs: bool) -> LoadedFile | None:
     if problems:
-        return LoadedFile([], problems, None)
-    objects = unpack_objects(blob or b"")
-    if objects is None:  # cannot happen with our own pickles; load it here if it ever does
+        return LoadedFile([], None, problems, None)
+    entry = unpack_entry(blob or b"")
+    if entry is None:  # cannot happen with our own pickles; load it here if it ever does
         return None
-    return LoadedFile(objects, [], blob if keep_blobs else None)
+    objects, lines = entry
+    return LoadedFile(objects, lines, [], blob if keep_blobs else None)

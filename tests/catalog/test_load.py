@@ -113,13 +113,13 @@ def test_warm_reload_comes_from_the_cache_and_sees_changes(
     cold = load_directory(root, cache_dir=str(cache))
 
     parsed: list[str] = []
-    real = load_module.load_file_objects
+    real = load_module._decode  # every file parsed goes through it
 
-    def spy(text: str, relpath: str):  # type: ignore[no-untyped-def]
+    def spy(parsed_file: object, relpath: str):  # type: ignore[no-untyped-def]
         parsed.append(relpath)
-        return real(text, relpath)
+        return real(parsed_file, relpath)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(load_module, "load_file_objects", spy)
+    monkeypatch.setattr(load_module, "_decode", spy)
     warm = load_directory(root, cache_dir=str(cache))
     assert parsed == []
     assert warm == cold

@@ -152,9 +152,9 @@ def _refs(root: Path) -> list[CatalogFile]:
 
 def _pid_loader(
     root: str, ref: CatalogFile, max_file_bytes: int
-) -> tuple[list[Meta], list[Problem]]:
+) -> tuple[list[Meta], list[Problem], None]:
     """Loads nothing from the file: says which process handled it."""
-    return [Meta("x.pid", "", str(os.getpid()), {}, Origin(ref.relpath))], []
+    return [Meta("x.pid", "", str(os.getpid()), {}, Origin(ref.relpath))], [], None
 
 
 def test_workers_and_this_process_share_the_files(tmp_path: Path) -> None:
@@ -169,7 +169,7 @@ def test_workers_and_this_process_share_the_files(tmp_path: Path) -> None:
     assert len(pids) == 2
     for f in loaded:  # what a worker loaded comes pickled (as the cache keeps it)
         here = f.objects[0].name == str(os.getpid())  # type: ignore[union-attr]
-        assert f.blob == (None if here else parsed_cache.pack_objects(f.objects))
+        assert f.blob == (None if here else parsed_cache.pack_entry(f.objects, f.lines))
 
 
 PARENT = os.getpid()
@@ -177,7 +177,7 @@ PARENT = os.getpid()
 
 def _dying_loader(
     root: str, ref: CatalogFile, max_file_bytes: int
-) -> tuple[list[Meta], list[Problem]]:
+) -> tuple[list[Meta], list[Problem], None]:
     """Kills the worker process that is handed the largest file; loads it in the parent."""
     if os.getpid() != PARENT and ref.relpath.startswith("pkg-000/"):
         os._exit(9)
@@ -203,7 +203,7 @@ class Boom(RuntimeError):
 
 def _raising_loader(
     root: str, ref: CatalogFile, max_file_bytes: int
-) -> tuple[list[Meta], list[Problem]]:
+) -> tuple[list[Meta], list[Problem], None]:
     """Fails on pkg-001 (made the largest file, so first handed to a worker), wherever it runs."""
     if ref.relpath.startswith("pkg-001/"):
         raise Boom(f"bug while loading {ref.relpath}")

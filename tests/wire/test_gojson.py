@@ -7,7 +7,7 @@ from typing import Any
 import orjson
 import pytest
 
-from pivoter.catalogserver import gojson
+from resolver.catalog import gojson
 
 CASES: list[tuple[Any, str]] = [
     ({"b": 1, "a": [True, None, False, -1]}, '{"a":[true,null,false,-1],"b":1}'),

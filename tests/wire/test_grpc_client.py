@@ -12,8 +12,7 @@ from typing import Any
 import grpc
 import pytest
 
-from pivoter.catalogserver import gojson
-from resolver.catalog import model
+from resolver.catalog import gojson, model
 from resolver.catalog.load import load_directory
 from resolver.catalog.sources import RegistrySource, SourceError, open_source
 from tests.wire.conftest import CATALOGS, DATA, OpmServer, PivoterServer, free_port

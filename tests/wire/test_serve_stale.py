@@ -231,7 +231,7 @@ def test_an_unreadable_file_is_reported_stale(server: StaleServer) -> None:
     _assert_current(server, [*GOOD, "redis"])
 
 
-@pytest.mark.parametrize("step", ["validate", "render_jsonl", "directory_signature"])
+@pytest.mark.parametrize("step", ["validate", "load_served", "directory_signature"])
 def test_an_exception_in_a_reload_step_keeps_the_loop_alive(
     server: StaleServer, monkeypatch: pytest.MonkeyPatch, step: str
 ) -> None:
