@@ -5,14 +5,23 @@
 # PlatformOperator from it, upgrades them when the catalog changes, rolls a broken update back as
 # a group, prints the history, shows the catalog tools, walks greeter's upgrade path live on the
 # cluster (pivoter catalog test --live), and cleans everything up.
-# Usage: hack/demo.sh [--keep]   (--keep: leave the cluster and daemon running at the end)
+# Usage: hack/demo.sh [--keep] [--image IMAGE]
+#   --keep:  leave the cluster and daemon running at the end
+#   --image: run the daemon from pivoter's image (hack/image/build.sh) with podman, as a Pod would:
+#            deploy/'s service account and RBAC, in-cluster credentials, no admin kubeconfig
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=hack/lib.sh
 source hack/lib.sh
 
-keep=false
-[[ ${1:-} == --keep ]] && keep=true
+keep=false image=""
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --keep) keep=true; shift ;;
+    --image) image=${2:?--image needs an image}; shift 2 ;;
+    *) die "usage: hack/demo.sh [--keep] [--image IMAGE]" ;;
+  esac
+done
 
 hack/bootstrap.sh
 hack/tools.sh kube registry
@@ -45,19 +54,31 @@ step "2. The CRDs (rukpak's core.rukpak.io, pivoter.io, platform.openshift.io) a
 kubectl apply --server-side -f crds/ >/dev/null
 kubectl wait --for=condition=Established crd --all --timeout=60s >/dev/null
 kubectl get crds -o custom-columns=NAME:.metadata.name,GROUP:.spec.group
-kubectl create namespace pivoter-system
+if [[ -n $image ]]; then # the namespace, service account and RBAC the daemon runs with in a cluster
+  kubectl apply -f deploy/00-namespace.yaml -f deploy/01-serviceaccount.yaml -f deploy/02-rbac.yaml \
+    -f deploy/03-rbac-installer.yaml
+else
+  kubectl create namespace pivoter-system
+fi
 
 step "3. pivoter run: controllers, metrics, probes, content server and admission webhook"
 metrics=$(free_port) probes=$(free_port) content=$(free_port) webhook=$(free_port)
 mkdir -p "$demo_dir"
-pivoter run --kubeconfig "$KUBECONFIG" --namespace pivoter-system --leader-elect \
-  --leader-election-namespace pivoter-system --store-dir "$demo_dir/store" \
-  --metrics-bind-address "127.0.0.1:$metrics" --health-probe-bind-address "127.0.0.1:$probes" \
-  --content-bind-address "127.0.0.1:$content" --content-url "http://127.0.0.1:$content" \
-  --webhook-bind-address "127.0.0.1:$webhook" --webhook-url "https://127.0.0.1:$webhook" \
-  --log-format text >"$demo_dir/pivoter.log" 2>&1 &
+daemon_args=(--namespace pivoter-system --leader-elect --leader-election-namespace pivoter-system
+  --metrics-bind-address "127.0.0.1:$metrics" --health-probe-bind-address "127.0.0.1:$probes"
+  --content-bind-address "127.0.0.1:$content" --content-url "http://127.0.0.1:$content"
+  --webhook-bind-address "127.0.0.1:$webhook" --webhook-url "https://127.0.0.1:$webhook"
+  --log-format text)
+if [[ -n $image ]]; then
+  echo "from the image $image (podman), as system:serviceaccount:pivoter-system:pivoter"
+  hack/image/run.sh --kubeconfig "$KUBECONFIG" --name pivoter-demo "$image" run "${daemon_args[@]}" \
+    >"$demo_dir/pivoter.log" 2>&1 &
+else
+  pivoter run --kubeconfig "$KUBECONFIG" --store-dir "$demo_dir/store" "${daemon_args[@]}" \
+    >"$demo_dir/pivoter.log" 2>&1 &
+fi
 daemon_pid=$!
-for _ in $(seq 1 60); do
+for _ in $(seq 1 120); do
   curl -fsS "http://127.0.0.1:$probes/readyz" >/dev/null 2>&1 && break
   kill -0 "$daemon_pid" 2>/dev/null || die "pivoter run exited; see $demo_dir/pivoter.log"
   sleep 0.5

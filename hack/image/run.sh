@@ -8,19 +8,21 @@
 # The host's network (the API server, catalog servers and registries on loopback stay reachable).
 # The service account needs deploy/'s RBAC applied (hack/demo.sh --image does it).
 # Usage: hack/image/run.sh --kubeconfig FILE [--service-account NS/NAME] [--name NAME]
-#          IMAGE [ARGS...]        (ARGS go to the image's entrypoint, `pivoter`; default `run`)
+#          [--entrypoint CMD] IMAGE [ARGS...]
+#        (ARGS go to the entrypoint, `pivoter` unless --entrypoint says otherwise; default `run`)
 # podman runs in the foreground; SIGTERM to this script reaches pivoter (graceful shutdown).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=hack/lib.sh
 source "$here/hack/lib.sh"
 
-kubeconfig="" account=pivoter-system/pivoter name=pivoter
+kubeconfig="" account=pivoter-system/pivoter name=pivoter entrypoint=()
 while [[ $# -gt 0 ]]; do
   case $1 in
     --kubeconfig) kubeconfig=$2; shift 2 ;;
     --service-account) account=$2; shift 2 ;;
     --name) name=$2; shift 2 ;;
+    --entrypoint) entrypoint=(--entrypoint "$2"); shift 2 ;;
     --*) die "unknown option: $1 (see the usage in $0)" ;;
     *) break ;;
   esac
@@ -54,12 +56,12 @@ chmod 0755 "$secrets"
 chmod 0644 "$secrets"/*
 
 # Not exec: the trap removes the token when the container ends.
-"$here/hack/image/podman.sh" run --rm --name "$name" --hostname "$name" --network host \
+"$here/hack/image/podman.sh" run --rm --replace --name "$name" --hostname "$name" --network host \
   --user 65532:65532 --read-only --cap-drop ALL --security-opt no-new-privileges \
   --tmpfs /tmp:rw,size=256m --tmpfs /var/cache/pivoter/bundles:rw,size=1g,mode=1777 \
   --volume "$secrets:/var/run/secrets/kubernetes.io/serviceaccount:ro" \
   --env KUBERNETES_SERVICE_HOST="$host" --env KUBERNETES_SERVICE_PORT="$port" \
-  "$image" "$@" &
+  ${entrypoint[@]+"${entrypoint[@]}"} "$image" "$@" &
 pid=$!
 trap 'kill -TERM $pid 2>/dev/null || true' TERM INT
 status=0
