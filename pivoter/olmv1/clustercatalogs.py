@@ -7,8 +7,9 @@
 * otherwise, when due (new to this process, a new generation, a new ``source.image.ref``, the
   ``pollIntervalMinutes`` elapsed, or the last attempt failed), the image is polled: one manifest
   request; only a moved digest pulls and unpacks the layers (:mod:`pivoter.catalogs.image`),
-  loads and validates the FBC directory (:func:`pivoter.catalogserver.reload.load_snapshot`) and
-  swaps the content served at ``/catalogs/<name>/api/v1/{all,metas}`` and cached for resolution
+  loads the FBC directory (:func:`served_snapshot`; like catalogd, a catalog ``opm validate``
+  faults is served anyway, the findings logged) and swaps the content served at
+  ``/catalogs/<name>/api/v1/{all,metas}`` and cached for resolution
   under ``ClusterCatalog/<name>`` (whose change re-resolves every input, as any catalog's does).
   A digest reference is never polled again (upstream's CRD refuses ``pollIntervalMinutes`` with a
   digest).
@@ -47,11 +48,16 @@ from pivoter.catalogs import (
 )
 from pivoter.catalogs.digest import content_digest
 from pivoter.catalogs.interval import retry_delay
-from pivoter.catalogserver.reload import Snapshot, SnapshotError, load_snapshot
+from pivoter.catalogserver.registry import RegistryView
+from pivoter.catalogserver.reload import Snapshot, SnapshotError
 from pivoter.controllers.conditions import FALSE, TRUE, set_condition
 from pivoter.kube import Kube, NotFound
 from pivoter.runtime.controller import Result
 from provisioners.sources import FetchOptions
+from resolver.catalog.errors import CatalogLoadError
+from resolver.catalog.load import load_served
+from resolver.catalog.model import Catalog
+from resolver.catalog.validate import validate
 
 __all__ = [
     "CLUSTER_CATALOGS",
@@ -69,6 +75,31 @@ MESSAGE_SERVING = "Serving desired content from resolved source"
 MESSAGE_SUCCEEDED = "Successfully unpacked and stored content from resolved source"
 MESSAGE_UNAVAILABLE = "Catalog availability mode is set to Unavailable"
 RETRY_WITHOUT_INTERVAL = 300.0
+_NO_REGISTRY = RegistryView(Catalog())
+
+
+def served_snapshot(root: str, *, name: str) -> Snapshot:
+    """The catalog in ``root`` as the catalogd API serves it: every object as the image holds it
+    (JSON Lines in walk order), and its parsed model for resolution. Like catalogd (and unlike
+    ``pivoter catalog serve``), a catalog that ``opm validate`` would fault is still served; the
+    findings are logged. Raises :class:`SnapshotError` when the files cannot be read or parsed."""
+    try:
+        catalog, body = load_served(root, name=name, use_cache=False)
+    except CatalogLoadError as exc:
+        raise SnapshotError(f"cannot load: {exc}") from None
+    findings = [str(f) for f in validate(catalog)]
+    for finding in findings[:5]:
+        log.warning("ClusterCatalog %s: %s (served anyway, as catalogd does)", name, finding)
+    return Snapshot(
+        catalog=catalog,
+        view=_NO_REGISTRY,  # no gRPC here: the daemon serves only catalogd's HTTP API
+        jsonl_gzip=body.gzip,
+        jsonl_size=body.size,
+        lines=body.lines,
+        last_modified=int(time.time()),
+        signature="",
+        warnings=tuple(findings),
+    )
 
 
 def cache_name(name: str) -> str:
@@ -286,7 +317,7 @@ class ClusterCatalogReconciler:
         with tempfile.TemporaryDirectory(prefix="clustercatalog-", dir=self.settings.workdir) as d:
             pulled = source.pull_into(Path(d))
             try:
-                snapshot = load_snapshot(str(pulled.directory), name=name)
+                snapshot = served_snapshot(str(pulled.directory), name=name)
             except SnapshotError as exc:
                 raise SnapshotError(f"image {pulled.pinned}: {exc}") from None
         self.served.put(name, snapshot)

@@ -160,7 +160,9 @@ def extension_spec(obj: Mapping[str, Any], settings: Settings | None = None) -> 
         ),
         pinned=int(pinned) if pinned.isdigit() else None,
         approved=str(annotations.get(ANNOTATION_APPROVED_REVISION) or ""),
-        retry_token=str(annotations.get(ANNOTATION_RETRY) or ""),
+        # A new generation is a retry: a changed spec.config, serviceAccount or preflight is
+        # applied (a pivot to the same revision) even when the selected bundles stay the same.
+        retry_token=f"{annotations.get(ANNOTATION_RETRY) or ''}#{metadata.get('generation') or 0}",
         primary_package=package,
         generation=int(metadata.get("generation") or 0),
         paused=bool(extra),

@@ -29,7 +29,7 @@ from typing import Any
 
 from pivoter.apis import olmv1
 from pivoter.catalogs import CatalogCache
-from pivoter.controllers.conditions import FALSE, TRUE, find, set_condition
+from pivoter.controllers.conditions import FALSE, TRUE, set_condition
 from pivoter.olmv1.deprecation import deprecation_conditions
 from pivoter.olmv1.extensions import INVALID_CONFIGURATION, extension_spec, package_of
 from pivoter.pivot import ChildState
@@ -51,8 +51,11 @@ __all__ = [
 MESSAGE_DESIRED_STATE = "Desired state reached"
 MESSAGE_NO_BUNDLE = "No bundle installed"
 
-DeprecationOf = Callable[[str, str], Deprecation | None]
-"""(catalog name, package) -> the package's deprecations in that ClusterCatalog."""
+_NO_CATALOG = object()
+"""What :data:`DeprecationOf` answers for a catalog that is not in the cache."""
+DeprecationOf = Callable[[str, str], Any]
+"""(catalog name, package) -> the package's deprecations in that ClusterCatalog (None: none;
+:data:`_NO_CATALOG`: the catalog is gone)."""
 
 
 def _entry(document: ResolveSet | None, package: str) -> Any:
@@ -123,6 +126,33 @@ def _not_resolved(obj: Mapping[str, Any], resolved: Status3) -> Status3:
     return TRUE, olmv1.REASON_RETRYING, message
 
 
+def _deprecations(
+    obj: Mapping[str, Any],
+    out: Outcome,
+    package: str,
+    install: dict[str, Any] | None,
+    deprecation_of: DeprecationOf,
+) -> list[tuple[str, str, str, str]]:
+    """The deprecation conditions: from the catalog of the bundle this pass resolved to, or, in a
+    pass that did not resolve (a pivot going on), of the installed bundle; Unknown when the
+    request did not resolve or its catalog is gone."""
+    if out.resolved is not None:
+        entry = _entry(out.selection, package) if out.resolved[0] == TRUE else None
+    else:
+        entry = _entry(out.active_document, package)
+    deprecation = deprecation_of(entry.catalog, package) if entry is not None else None
+    known = entry is not None and deprecation is not _NO_CATALOG
+    channels = (((obj.get("spec") or {}).get("source") or {}).get("catalog") or {}).get(
+        "channels"
+    ) or []
+    return deprecation_conditions(
+        deprecation if isinstance(deprecation, Deprecation) else None,
+        has_catalog_data=known,
+        channels=channels,
+        installed_bundle=str(install["bundle"]["name"]) if install else "",
+    )
+
+
 def extension_status(
     obj: Mapping[str, Any], out: Outcome, generation: int, *, deprecation_of: DeprecationOf
 ) -> dict[str, Any]:
@@ -135,18 +165,8 @@ def extension_status(
     set_condition(
         conditions, olmv1.TYPE_PROGRESSING, *progressing_condition(obj, out), generation=generation
     )
-    if out.resolved is not None or find(conditions, olmv1.TYPE_DEPRECATED) is None:
-        selected = _entry(out.selection, package) if out.resolved is not None else None
-        resolved = out.resolved is not None and out.resolved[0] == TRUE and selected is not None
-        deprecation = deprecation_of(selected.catalog, package) if selected is not None else None
-        channels = (((obj.get("spec") or {}).get("source") or {}).get("catalog") or {}).get(
-            "channels"
-        ) or []
-        bundle = str(install["bundle"]["name"]) if install else ""
-        for type_, value, reason, message in deprecation_conditions(
-            deprecation, has_catalog_data=resolved, channels=channels, installed_bundle=bundle
-        ):
-            set_condition(conditions, type_, value, reason, message, generation=generation)
+    for type_, value, reason, message in _deprecations(obj, out, package, install, deprecation_of):
+        set_condition(conditions, type_, value, reason, message, generation=generation)
     conditions = up_to_date(conditions, out, generation)
     selection = None
     if out.selection is not None:
@@ -181,9 +201,9 @@ def status_function(
     """The ``status_of`` of the ClusterExtension :class:`~pivoter.resolutions.Kind`, reading
     deprecations from the ClusterCatalogs in ``cache``."""
 
-    def deprecation_of(catalog: str, package: str) -> Deprecation | None:
+    def deprecation_of(catalog: str, package: str) -> Any:
         entry = cache.get(f"ClusterCatalog/{catalog}")
-        return entry.catalog.deprecation_of(package) if entry is not None else None
+        return entry.catalog.deprecation_of(package) if entry is not None else _NO_CATALOG
 
     def status_of(obj: Mapping[str, Any], out: Outcome, generation: int) -> dict[str, Any]:
         return extension_status(obj, out, generation, deprecation_of=deprecation_of)

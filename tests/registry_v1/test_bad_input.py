@@ -268,10 +268,13 @@ def test_only_single_namespace_needs_targets(tmp_path: Path) -> None:
             m.update(supported=m["type"] == "SingleNamespace") for m in csv["spec"]["installModes"]
         ],
     )
+    # A BundleDeployment must say which namespace it watches...
     with pytest.raises(UnsupportedBundleError, match=r"set spec\.config\.targetNamespaces"):
-        FORMAT.convert(root)
+        FORMAT.convert(root, {})
     converted = FORMAT.convert(root, {"watchNamespace": "team-a"})
     assert converted.metadata["installMode"] == "SingleNamespace"
+    # ... but the Bundle's format check (no config: no install yet) accepts the bundle.
+    assert FORMAT.convert(root).metadata["installMode"] == "SingleNamespace"
 
 
 def test_errors_are_format_errors(tmp_path: Path) -> None:

@@ -67,6 +67,10 @@ class Conversion:
         }
 
 
+FORMAT_CHECK_NAMESPACE = "pivoter-format-check"
+"""The target namespace a configless format check assumes (see :meth:`RegistryV1.convert`)."""
+
+
 @dataclass(frozen=True)
 class RegistryV1:
     """registry+v1 (``core-rukpak-io-registry``): OLM bundles converted to plain objects."""
@@ -78,8 +82,19 @@ class RegistryV1:
     name: str = MEDIA_TYPE
 
     def convert(self, root: Path, config: Mapping[str, Any] | None = None) -> ConvertedBundle:
-        """Convert the bundle at ``root``; raise a FormatError naming what is wrong."""
-        conversion = self.convert_bundle(root, config)
+        """Convert the bundle at ``root``; raise a FormatError naming what is wrong.
+
+        Without a ``config`` (the Bundle controller checking the format, before any
+        BundleDeployment says where the operator goes), an operator that supports only install
+        modes needing target namespaces is checked with one placeholder target: which namespaces
+        it watches is the BundleDeployment's choice, not a fault of the bundle.
+        """
+        try:
+            conversion = self.convert_bundle(root, config)
+        except UnsupportedBundleError as exc:
+            if config is not None or exc.field != "spec.installModes":
+                raise
+            conversion = self.convert_bundle(root, {"watchNamespace": FORMAT_CHECK_NAMESPACE})
         return ConvertedBundle(
             format=self.name, objects=conversion.objects, metadata=conversion.summary()
         )
