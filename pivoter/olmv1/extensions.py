@@ -169,6 +169,7 @@ def extension_spec(obj: Mapping[str, Any], settings: Settings | None = None) -> 
         extra=extra,
         profile=profiles.DEFAULT if dependencies == "Install" else OLMV1_PROFILE,
         catalog_kind=CLUSTER_CATALOG,
+        fallback_to_active=True,
         child_settings=ChildSettings(
             config={"installNamespace": namespace} if namespace else {},
             primary_config=primary,

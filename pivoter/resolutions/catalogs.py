@@ -23,6 +23,7 @@ from resolver.rules.inputs import CatalogSource
 __all__ = [
     "CLUSTER_CATALOG",
     "SelectorError",
+    "any_catalog",
     "gather",
     "not_serving",
     "selector_string",
@@ -168,3 +169,14 @@ def cluster_catalogs_not_serving(
             )
         notes.append((name, text))
     return notes
+
+
+def any_catalog(kube: Kube, selector: Mapping[str, Any] | None, kind: str) -> bool:
+    """Whether any catalog object the selector matches exists (unavailable or not serving
+    included): False only when they were all deleted."""
+    resource = CLUSTER_CATALOGS if kind == CLUSTER_CATALOG else CATALOGS
+    try:
+        items, _ = kube.list(resource, label_selector=selector_string(selector) if selector else "")
+    except NotFound:
+        return False
+    return bool(items)

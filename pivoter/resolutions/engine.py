@@ -58,12 +58,13 @@ from pivoter.resolutions.objectplan import objects_section
 from pivoter.resolutions.plan import plan as make_plan
 from pivoter.resolutions.plan import summary
 from pivoter.resolutions.record import Record
-from pivoter.resolutions.resolve import ResolveProblem, Selection, resolve
+from pivoter.resolutions.resolve import REASON_NO_CATALOGS, ResolveProblem, Selection, resolve
 from pivoter.resolutions.spec import InputSpec
 from pivoter.resolvesets import Revision, RevisionStore
 from resolver.explain import NotNewer
 from resolver.resolveset import ResolveSet, ResolveSetError
 from resolver.rules.inputs import CatalogSource, Installed
+from resolver.versions import RangeSyntaxError, parse_range
 
 __all__ = ["Engine", "Outcome", "Persist", "Status3"]
 
@@ -551,7 +552,7 @@ class Engine:
             return self._pinned(p)
         resolution = self._resolution(p, peers)
         if resolution is None:
-            return None
+            return self._without_catalogs(p)
         selection, sources = resolution
         out, record, active = p.out, p.record, p.active
         out.not_newer = selection.not_newer
@@ -578,6 +579,31 @@ class Engine:
             f"resolved {_bundles(document)} (revision {revision.number}){note}",
         )
         return revision.number, document
+
+    def _without_catalogs(self, p: _Pass) -> tuple[int, ResolveSet] | None:
+        """With ``spec.fallback_to_active`` (a ClusterExtension, as OLM v1 does): when the
+        catalogs the input resolves from were deleted, the active revision stays the target as
+        long as it still meets the request, so spec changes other than the version (config,
+        preflight) still reach the children; None otherwise (``out.resolved`` says why)."""
+        spec, out, record, active = p.spec, p.out, p.record, p.active
+        if (
+            not spec.fallback_to_active
+            or record.active is None
+            or active is None
+            or out.resolved is None
+            or out.resolved[1] != REASON_NO_CATALOGS
+            or catalog_selection.any_catalog(self.kube, spec.catalog_selector, spec.catalog_kind)
+            or not _meets(active, spec)
+        ):
+            return None
+        out.resolved = (
+            "True",
+            "Resolved",
+            f"no catalog matches any more; revision {record.active} ({_bundles(active)}) stays "
+            "installed",
+        )
+        out.selection = active
+        return record.active, active
 
     def _pinned(self, p: _Pass) -> tuple[int, ResolveSet] | None:
         """``spec.pinnedRevision``: the stored, intact revision it names, or None (reported)."""
@@ -804,6 +830,23 @@ def _pivot_plan(
         auto_rollback=spec.auto_rollback,
         child_settings=spec.child_settings,
     )
+
+
+def _meets(document: ResolveSet, spec: InputSpec) -> bool:
+    """Whether ``document`` still meets every request's version range (Masterminds, as users
+    write them): a request for another version cannot be met without a catalog."""
+    versions = {e.package: e.version for e in document.entries}
+    for request in spec.requests:
+        version = versions.get(request.package)
+        if version is None:
+            return False
+        if request.version_range:
+            try:
+                if not parse_range(request.version_range, "masterminds").contains(version):
+                    return False
+            except (RangeSyntaxError, ValueError):
+                return False
+    return True
 
 
 def _keep_installed(

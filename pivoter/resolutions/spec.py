@@ -61,6 +61,9 @@ class InputSpec:
     foreign ones), or only ``ClusterCatalog`` objects (a ClusterExtension)."""
     child_settings: ChildSettings | None = None
     """Install settings of its children (a ClusterExtension's namespace, config, preflight)."""
+    fallback_to_active: bool = False
+    """When every catalog it resolves from was deleted, keep the active revision as the target
+    (OLM v1's rule for ClusterExtensions) instead of reporting it unresolved."""
 
     @property
     def packages(self) -> list[str]:

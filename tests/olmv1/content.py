@@ -80,7 +80,7 @@ def bundle_files(scenario: str, package: str, bundle: Bundle) -> dict[str, str]:
     plural = kind.lower() + "s"
     crd_name = f"{plural}.{group}"
     deployment = f"test-operator-{scenario}-{package}"[:60].rstrip("-")
-    account = f"bundle-manager-{scenario}"[:60].rstrip("-")
+    account = f"bundle-manager-{scenario}-{package}"[:60].rstrip("-")
     owned = []
     files: dict[str, str] = {}
     if "CRD" in bundle.contents:
