@@ -16,6 +16,7 @@ Used by the catalog validator, the resolver's rules (ranges, skipRange, successo
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -111,6 +112,36 @@ def parse_strict_version(text: str) -> Version:
         raise VersionSyntaxError(f"invalid version {text!r}: not a semver 2.0 version")
     _check_numbers(match, text)
     return Version.parse(text)
+
+
+PrecedenceKey = tuple[int, int, int, int, tuple[tuple[int, int, str], ...]]
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def precedence_key(version: Version) -> PrecedenceKey:
+    """A tuple that sorts as ``semver`` compares (build metadata ignored): equal keys exactly
+    when ``version.compare`` says 0. Sorting on it avoids semver's Python-level ``compare`` in
+    every comparison (the resolver sorts thousands of candidates per resolution)."""
+    prerelease = version.prerelease
+    if not prerelease:  # a release sorts above its prereleases
+        return (version.major, version.minor, version.patch, 1, ())
+    return (
+        version.major,
+        version.minor,
+        version.patch,
+        0,
+        tuple(_identifier_key(part) for part in prerelease.split(".")),
+    )
+
+
+def _identifier_key(identifier: str) -> tuple[int, int, str]:
+    """One prerelease identifier: numeric ones (by value) below alphanumeric ones (ASCII order)."""
+    if not identifier.isdigit():
+        return (1, 0, identifier)
+    if not identifier.isascii():
+        identifier = str(int(identifier))
+    digits = identifier.lstrip("0") or "0"
+    return (0, len(digits), digits)
 
 
 def _floor(major: int, minor: int = 0, patch: int = 0) -> Version:

@@ -21,7 +21,15 @@ from resolver.rules.inputs import (
     ResolutionInput,
 )
 from resolver.rules.predicates import has_requirements
-from resolver.versions import RangeSyntaxError, Version, VersionRange, parse_range, parse_version
+from resolver.versions import (
+    PrecedenceKey,
+    RangeSyntaxError,
+    Version,
+    VersionRange,
+    parse_range,
+    parse_version,
+    precedence_key,
+)
 
 
 def same_release(cand: Candidate, installed: Installed) -> bool:
@@ -117,9 +125,10 @@ def resolve_one(index: Index, req: PackageRequest, installed: Installed | None) 
     return Choice(cand.package, cand.bundle, cand.catalog, channel or next(iter(cand.channels), ""))
 
 
-def version_key(version: Version | None) -> tuple[int, Version]:
-    """A sort key placing bundles without a version below every versioned one."""
-    return (0, Version(0)) if version is None else (1, version)
+def version_key(version: Version | None) -> tuple[int, PrecedenceKey | None]:
+    """A sort key in semver precedence, placing bundles without a version below every versioned
+    one (:func:`resolver.versions.precedence_key`)."""
+    return (0, None) if version is None else (1, precedence_key(version))
 
 
 def resolve(inp: ResolutionInput) -> Resolution:

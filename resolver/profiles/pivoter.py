@@ -64,7 +64,7 @@ from resolver.sat import (
     Variable,
 )
 from resolver.sat.constraints import Constraint
-from resolver.versions import Version, VersionRange, parse_version
+from resolver.versions import PrecedenceKey, VersionRange, parse_version
 
 LEVELS = (
     "keep installed packages",
@@ -447,7 +447,13 @@ class Pivoter:
                 rank = self.catalog_rank.get(cand.catalog, 0)
                 groups.setdefault(rank, []).append(engine.lit(self._vid(cand)))
             priority += engine.rank_literals([groups[k] for k in sorted(groups)])
-        fewest = tuple(engine.lit(v) for v in self.order)
+        # Fewest bundles: one bundle per package at most (package uniqueness), so the count of
+        # bundles is the count of packages with one. Counted per package, the bound that pins it
+        # is over hundreds of literals instead of thousands.
+        fewest = tuple(
+            engine.any_literal([engine.lit(self._vid(c)) for c in by_package[pkg]])
+            for pkg in sorted(by_package)
+        )
         return [
             Objective(LEVELS[0], keep),
             Objective(LEVELS[1], tuple(deprecated)),
@@ -459,7 +465,7 @@ class Pivoter:
         ]
 
     def _version_groups(self, engine: Engine, cands: Sequence[Candidate]) -> list[list[int]]:
-        groups: dict[tuple[int, Version], list[int]] = {}
+        groups: dict[tuple[int, PrecedenceKey | None], list[int]] = {}
         for cand in cands:
             groups.setdefault(version_key(cand.version), []).append(engine.lit(self._vid(cand)))
         return [groups[k] for k in sorted(groups, reverse=True)]

@@ -166,6 +166,14 @@ class Engine:
         for clause in clauses:
             self.solver.add_clause(list(clause))
 
+    def any_literal(self, lits: Sequence[int]) -> int:
+        """Return a fresh literal true exactly when one of ``lits`` is (an auxiliary definition)."""
+        y = self.fresh()
+        for x in lits:
+            self.solver.add_clause([-x, y])
+        self.solver.add_clause([-y, *lits])
+        return y
+
     def rank_literals(self, groups: Sequence[Sequence[int]]) -> list[int]:
         """Return unary rank literals for groups of literals ordered best first.
 
@@ -296,16 +304,35 @@ class Engine:
         # Try the absolute minimum first: often every literal can be false.
         if best == 0 or self._solve([*fixed, *(-x for x in lits)]):
             return [-x for x in lits]
-        tot = ITotalizer(lits=list(lits), ubound=best, top_id=self.top)
+        # The totalizer below has about len(free) * best clauses, so keep both small: literals
+        # that unit propagation from ``fixed`` already decides count as constants, and the
+        # solver is told to try each literal false first for a cheap starting model (a hint: it
+        # never changes which models exist, so the minimum found below is exact either way).
+        free = self._undecided(lits, fixed)
+        forced = best - sum(1 for x in free if self.value(x))  # literals true in every model
+        self.solver.set_phases([-x for x in free])
+        if self._solve(fixed):
+            best = min(best, forced + sum(1 for x in free if self.value(x)))
+        if best == forced:  # the least any model can cost: every undecided literal false
+            return [-x for x in free]
+        tot = ITotalizer(lits=free, ubound=best - forced, top_id=self.top)
         self.top = max(self.top, tot.top_id)
         self.add_definition(tot.cnf.clauses)
-        # rhs[k] is true when at least k+1 literals are; assuming it false bounds the sum by k.
-        # Descend from the model's cost: each success may drop the cost by more than one.
-        while best > 1 and self._solve([*fixed, -tot.rhs[best - 1]]):
-            best = sum(1 for x in lits if self.value(x))
-        bound = [-tot.rhs[best]] if best < len(tot.rhs) else []
+        # rhs[k] is true when at least k+1 free literals are; assuming it false bounds their sum
+        # by k. Descend from the model's cost: each success may drop the cost by more than one.
+        while best - forced > 0 and self._solve([*fixed, -tot.rhs[best - forced - 1]]):
+            best = forced + sum(1 for x in free if self.value(x))
+        bound = [-tot.rhs[best - forced]] if best - forced < len(tot.rhs) else []
         self._solve([*fixed, *bound])
         return bound
+
+    def _undecided(self, lits: Sequence[int], fixed: Sequence[int]) -> list[int]:
+        """The literals of ``lits`` that unit propagation from ``fixed`` does not decide."""
+        consistent, implied = self.solver.propagate(assumptions=[*self.selectors, *fixed])
+        if not consistent:
+            return list(lits)
+        decided = set(implied or [])
+        return [x for x in lits if x not in decided and -x not in decided]
 
     def optimize(self, objectives: Sequence[Objective], fixed: Sequence[int] = ()) -> list[int]:
         """Minimise each objective in turn, keeping the optimum of the earlier ones.
