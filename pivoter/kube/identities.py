@@ -32,6 +32,7 @@ class Identities:
 
     def __init__(self, kube: Kube) -> None:
         self._configuration = kube.api_client.configuration
+        self._observer = kube.observer
         self._apis: dict[str, Kube] = {}
         self._lock = threading.Lock()
 
@@ -45,5 +46,5 @@ class Identities:
                 if user:
                     # The API server adds the service account's groups when none are given.
                     client.set_default_header("Impersonate-User", user)  # type: ignore[no-untyped-call]
-                api = self._apis[user] = Kube(client)
+                api = self._apis[user] = Kube(client, observer=self._observer)
             return api

@@ -18,6 +18,8 @@ from prometheus_client import (
     ProcessCollector,
 )
 
+from pivoter.kube.requests import request_kind
+
 __all__ = ["Metrics"]
 
 # Queue wait and work time: from a millisecond to ~17 minutes (client-go's buckets).
@@ -123,3 +125,17 @@ class Metrics:
             ["name", "to"],
             registry=r,
         )
+        self.kube_requests = Counter(
+            "pivoter_kube_requests",
+            "Requests sent to the API server, per verb, resource and status code (0: no answer).",
+            ["verb", "resource", "code"],
+            registry=r,
+        )
+
+    def count_kube_request(
+        self, method: str, path: str, query: list[tuple[str, str]], code: int
+    ) -> None:
+        """Count one request to the API server (a
+        :data:`provisioners.apply.kubeapi.RequestObserver`)."""
+        verb, resource = request_kind(method, path, query)
+        self.kube_requests.labels(verb, resource, str(code)).inc()

@@ -72,6 +72,9 @@ class Manager:
     ) -> None:
         self.kube = kube
         self.metrics = metrics or Metrics()
+        # Every request of this client (and of the clients derived from it: Identities) is
+        # counted in pivoter_kube_requests_total.
+        kube.observer = self.metrics.count_kube_request
         self.leader_election = leader_election
         self.shutdown_timeout = shutdown_timeout
         self.controllers: list[Controller] = []

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +46,7 @@ __all__ = [
     "KubeAPI",
     "KubeError",
     "NotFound",
+    "RequestObserver",
     "Resource",
     "Response",
     "Unavailable",
@@ -95,13 +97,26 @@ def decode(data: bytes) -> JSONObject:
 METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 """The ``Accept`` value of a list of the objects' metadata only (any kind, built-in or custom)."""
 
+RequestObserver = Callable[[str, str, list[tuple[str, str]], int], None]
+"""Told of every request that left: method, path, query and the answer's status code (0 when
+no answer came: the server was unreachable or the connection broke). The daemon counts them
+(``pivoter_kube_requests_total``)."""
+
 
 class KubeAPI:
     """JSON requests against one API server with one identity, plus a discovery cache."""
 
-    def __init__(self, api_client: ApiClient, *, timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        api_client: ApiClient,
+        *,
+        timeout: float = 30.0,
+        observer: RequestObserver | None = None,
+    ) -> None:
         self.api_client = api_client
         self.timeout = timeout
+        self.observer = observer
+        """Called once per request sent (see :data:`RequestObserver`); None: nobody counts."""
         self._discovery: dict[str, dict[str, Resource]] = {}
         self._lock = threading.Lock()
 
@@ -184,14 +199,24 @@ class KubeAPI:
         if body is not None and "json" not in content_type:
             payload = json.dumps(body).encode()
         try:
-            return self.api_client.call_api(
+            raw = self.api_client.call_api(
                 method, url, header_params=headers, body=payload, _request_timeout=timeout
             )
         except ApiException as exc:  # the REST layer raises for some answers (429 Retry-After)
+            self._observe(method, path, query, int(exc.status or 0))
             raise from_api_exception(exc) from exc
         except (URLLib3Error, OSError) as exc:
+            self._observe(method, path, query, 0)
             host = self.api_client.configuration.host
             raise Unavailable(0, "", f"{method} {path} on {host} failed: {exc}") from exc
+        self._observe(method, path, query, int(raw.status))
+        return raw
+
+    def _observe(
+        self, method: str, path: str, query: list[tuple[str, str]] | None, code: int
+    ) -> None:
+        if self.observer is not None:
+            self.observer(method, path, query or [], code)
 
     # -- discovery ---------------------------------------------------------------------------
 
