@@ -2,7 +2,8 @@
 reaching the cluster and reading the input's revisions (their flags:
 :mod:`pivoter.cli.commands.inputs`).
 
-``INPUT`` is ``NAME`` (a Resolution), ``resolution/NAME`` or ``platformoperator/NAME``.
+``INPUT`` is ``NAME`` (a Resolution), ``resolution/NAME``, ``platformoperator/NAME`` or
+``clusterextension/NAME`` (OLM v1's, when pivoter serves it).
 """
 
 from __future__ import annotations
@@ -15,13 +16,18 @@ from typing import Any
 from pivoter.cli.exitcodes import ExitCode
 from pivoter.cli.output import error
 from pivoter.kube import Kube, KubeConfigError, KubeError, NotFound, Resource, load_client
+from pivoter.olmv1.setup import CLUSTER_EXTENSIONS
 from pivoter.platformoperators import PLATFORM_OPERATORS
 from pivoter.resolutions import ANNOTATION_PINNED_REVISION, RESOLUTIONS
 from pivoter.resolvesets import InputRef, RevisionStore
 
 __all__ = ["ANNOTATION_PINNED_REVISION", "InputError", "Target", "run_on_input"]
 
-_KINDS = {"resolution": RESOLUTIONS, "platformoperator": PLATFORM_OPERATORS}
+_KINDS = {
+    "resolution": RESOLUTIONS,
+    "platformoperator": PLATFORM_OPERATORS,
+    "clusterextension": CLUSTER_EXTENSIONS,
+}
 
 
 class InputError(Exception):
@@ -54,7 +60,10 @@ def _parse(text: str) -> tuple[Resource, str]:
         return RESOLUTIONS, text
     resource = _KINDS.get(kind.lower().removesuffix("s"))
     if resource is None or not name:
-        raise InputError(f"INPUT {text!r}: expected NAME, resolution/NAME or platformoperator/NAME")
+        raise InputError(
+            f"INPUT {text!r}: expected NAME, resolution/NAME, platformoperator/NAME or "
+            "clusterextension/NAME"
+        )
     return resource, name
 
 

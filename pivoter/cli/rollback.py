@@ -1,8 +1,9 @@
 """``pivoter rollback INPUT --to-revision N``: pin the input to an earlier ResolveSet revision.
 
 The controller pivots to that revision and stays there, whatever the catalogs offer, until
-``pivoter unpin``. A Resolution is pinned through ``spec.pinnedRevision``; a PlatformOperator
-(whose spec is the reference's) through the ``pivoter.io/pinned-revision`` annotation.
+``pivoter unpin``. A Resolution is pinned through ``spec.pinnedRevision``; a PlatformOperator or
+a ClusterExtension (whose specs are upstream's) through the ``pivoter.io/pinned-revision``
+annotation.
 """
 
 from __future__ import annotations

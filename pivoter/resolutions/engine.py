@@ -356,7 +356,7 @@ class Engine:
     ) -> None:
         """Manual approval: revision ``number`` waits for it; its plan (with the objects it
         changes) is published."""
-        out, name = p.out, p.spec.ref.name
+        out, name = p.out, p.spec.ref.cli
         plan["objects"] = self._plan_objects(
             p.obj, p.spec, p.children, target=target, number=number, out=out
         )
@@ -616,7 +616,7 @@ class Engine:
                 "False",
                 "PinnedRevisionMissing",
                 f"spec.pinnedRevision {spec.pinned} is not a stored, intact ResolveSet "
-                f"revision of {spec.ref}: run pivoter history {spec.ref.name} and pin another",
+                f"revision of {spec.ref}: run pivoter history {spec.ref.cli} and pin another",
             )
             out.selection = p.active
             out.up_to_date = (UNKNOWN, "Pinned", "not compared with the catalogs: pinned")
@@ -625,13 +625,13 @@ class Engine:
             UNKNOWN,
             "Pinned",
             f"pinned to revision {spec.pinned}: not compared with the catalogs; pivoter "
-            f"unpin {spec.ref.name} follows them again",
+            f"unpin {spec.ref.cli} follows them again",
         )
         out.resolved = (
             "True",
             "Pinned",
             f"pinned to revision {spec.pinned} ({_bundles(document)}); pivoter unpin "
-            f"{spec.ref.name} follows the catalogs again",
+            f"{spec.ref.cli} follows the catalogs again",
         )
         return revision.number, document
 

@@ -40,7 +40,8 @@ _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
 @dataclass(frozen=True, slots=True, order=True)
 class InputRef:
-    """The input a revision belongs to: a cluster-scoped ``Resolution`` or ``PlatformOperator``."""
+    """The input a revision belongs to: a cluster-scoped ``Resolution``, ``PlatformOperator`` or
+    ``ClusterExtension``."""
 
     kind: str
     name: str
@@ -53,6 +54,12 @@ class InputRef:
     def kind_label(self) -> str:
         """The kind as it appears in names and labels (lower case)."""
         return self.kind.lower()
+
+    @property
+    def cli(self) -> str:
+        """The ``INPUT`` argument of ``pivoter history/plan/approve/rollback/unpin``: a
+        Resolution's name, ``<kind>/<name>`` for the other kinds."""
+        return self.name if self.kind == "Resolution" else f"{self.kind.lower()}/{self.name}"
 
     def __str__(self) -> str:
         return f"{self.kind}/{self.name}"

@@ -1,8 +1,9 @@
 """The input commands' flags: ``history``, ``rollback``, ``unpin``, ``plan`` and ``approve``.
 
-Each names an input (``INPUT`` is ``NAME``, ``resolution/NAME`` or ``platformoperator/NAME``) on a
-cluster; what they do is :mod:`pivoter.cli.history`, :mod:`pivoter.cli.rollback`,
-:mod:`pivoter.cli.unpin`, :mod:`pivoter.cli.plan` and :mod:`pivoter.cli.approve`.
+Each names an input (``INPUT`` is ``NAME``, ``resolution/NAME``, ``platformoperator/NAME`` or
+``clusterextension/NAME``) on a cluster; what they do is :mod:`pivoter.cli.history`,
+:mod:`pivoter.cli.rollback`, :mod:`pivoter.cli.unpin`, :mod:`pivoter.cli.plan` and
+:mod:`pivoter.cli.approve`.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
         "input",
         metavar="INPUT",
         type=InputSpec(),
-        help="a Resolution name, or resolution/NAME or platformoperator/NAME",
+        help="a Resolution name, or resolution/NAME, platformoperator/NAME or "
+        "clusterextension/NAME",
     )
     parser.add_argument(
         "--kubeconfig",
