@@ -13,8 +13,10 @@ CatalogSource's readiness probe, waits for):
 * **pivoter warm**: the same with the cache left by an earlier start.
 
 pivoter also serves catalogd's HTTP API from the same process: the time until ``/api/v1/all``
-answers is reported beside (pivoter only, warm and cold). After the timed call, the RSS of each
-server is read from /proc (VmRSS, VmHWM). Medians over ``--runs``.
+answers is reported beside (pivoter only, warm and cold). Then one whole ``ListBundles`` stream is
+read and the time from ``exec`` to its end reported too (pivoter builds its ListBundles messages
+when first asked; opm reads them from its cache). After that, the RSS of each server is read from
+/proc (VmRSS, VmHWM). Medians over ``--runs``.
 
 Run: ``python bench/catalog_serve_start.py [--runs 5] [DIR ...]`` (default: every catalog of
 ../shared/catalogs that both servers serve; opm from ``hack/tools.sh opm``). Prints a Markdown
@@ -71,8 +73,25 @@ def rss_mib(pid: int) -> tuple[float, float]:
 class Start:
     grpc_ready: float
     http_ready: float | None
+    listed: float
+    """Seconds from exec to the end of the first whole ListBundles stream."""
     rss: float
     hwm: float
+
+
+def _list_bundles(port: int) -> int:
+    channel = grpc.insecure_channel(
+        f"127.0.0.1:{port}", options=[("grpc.max_receive_message_length", 1 << 28)]
+    )
+    try:
+        call = channel.unary_stream(
+            "/api.Registry/ListBundles",
+            request_serializer=api.ListBundlesRequest.SerializeToString,
+            response_deserializer=None,  # raw bytes: the client's decoding is not timed
+        )
+        return sum(1 for _ in call(api.ListBundlesRequest(), timeout=600))
+    finally:
+        channel.close()
 
 
 def _list_packages(port: int, deadline: float) -> None:
@@ -139,11 +158,13 @@ def start(mode: str, directory: Path, opm_cache: Path, pivoter_cache: Path) -> S
         if http_port is not None:
             _http_all(http_port, directory.name, deadline)
             http_ready = time.monotonic() - started
+        assert _list_bundles(grpc_port) > 0
+        listed = time.monotonic() - started
         rss, hwm = rss_mib(process.pid)
     finally:
         process.terminate()
         process.wait(timeout=30)
-    return Start(grpc_ready, http_ready, rss, hwm)
+    return Start(grpc_ready, http_ready, listed, rss, hwm)
 
 
 def bench(directory: Path, runs: int, work: Path) -> dict[str, list[Start]]:
@@ -180,10 +201,10 @@ def main() -> None:
     )
     print(
         "| catalog | opm cold | pivoter cold (gRPC / HTTP) | opm warm | pivoter warm (gRPC / "
-        "HTTP) | warm pivoter / opm | RSS MiB opm warm / pivoter warm | peak MiB opm cold / "
-        "pivoter cold |"
+        "HTTP) | warm pivoter / opm | first ListBundles done, warm: opm / pivoter "
+        "| RSS MiB opm warm / pivoter warm | peak MiB opm cold / pivoter cold |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for directory in args.dirs:
             r = bench(directory, args.runs, Path(tmp))
@@ -199,6 +220,7 @@ def main() -> None:
                 f"| {med('pivoter warm', 'grpc_ready'):.2f} / "
                 f"{med('pivoter warm', 'http_ready'):.2f} s "
                 f"| {med('pivoter warm', 'grpc_ready') / med('opm warm', 'grpc_ready'):.2f}x "
+                f"| {med('opm warm', 'listed'):.2f} / {med('pivoter warm', 'listed'):.2f} s "
                 f"| {med('opm warm', 'rss'):.0f} / {med('pivoter warm', 'rss'):.0f} "
                 f"| {med('opm cold', 'hwm'):.0f} / {med('pivoter cold', 'hwm'):.0f} |",
                 flush=True,

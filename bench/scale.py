@@ -165,9 +165,9 @@ def _in_child(directory: Path, sample: int, seed: int) -> dict[str, float | int 
         "print(json.dumps(resolve_figures(Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]))))"
     )
     here = Path(__file__).resolve()
+    extra = [str(here.parent), str(here.parents[1])]
     out = subprocess.run(
-        [sys.executable, "-c", code, str(directory), str(sample), str(seed)]
-        + [str(here.parent), str(here.parents[1])],
+        [sys.executable, "-c", code, str(directory), str(sample), str(seed), *extra],
         check=True,
         capture_output=True,
         text=True,
@@ -195,7 +195,8 @@ def _report(rows: list[dict[str, object]], args: argparse.Namespace, load_before
     if any("validate" in r for r in rows):
         print("\n**validate, cold** (whole process: wall / peak RSS; per 1,000 bundles)\n")
         print(
-            "| factor | opm validate | pivoter validate --no-cache | pivoter / opm | ms per 1k bundles opm / pivoter |"
+            "| factor | opm validate | pivoter validate --no-cache | pivoter / opm "
+            "| ms per 1k bundles opm / pivoter |"
         )
         print("|---|--:|--:|--:|--:|")
         for r in rows:
@@ -211,9 +212,10 @@ def _report(rows: list[dict[str, object]], args: argparse.Namespace, load_before
         print("\n**serve**: seconds to the first ListPackages answer; RSS after it\n")
         print(
             "| factor | opm cold | pivoter cold | opm warm (--cache-dir) | pivoter warm "
+            "| first ListBundles done, warm: opm / pivoter "
             "| RSS MiB opm warm / pivoter warm | peak MiB opm cold / pivoter cold |"
         )
-        print("|---|--:|--:|--:|--:|--:|--:|")
+        print("|---|--:|--:|--:|--:|--:|--:|--:|")
         for r in rows:
             s = r["serve"]  # type: ignore[index]
 
@@ -223,7 +225,9 @@ def _report(rows: list[dict[str, object]], args: argparse.Namespace, load_before
             print(
                 f"| {r['factor']}x | {med('opm cold', 'grpc_ready'):.2f} s "
                 f"| {med('pivoter cold', 'grpc_ready'):.2f} s "
-                f"| {med('opm warm', 'grpc_ready'):.2f} s | {med('pivoter warm', 'grpc_ready'):.2f} s "
+                f"| {med('opm warm', 'grpc_ready'):.2f} s "
+                f"| {med('pivoter warm', 'grpc_ready'):.2f} s "
+                f"| {med('opm warm', 'listed'):.2f} / {med('pivoter warm', 'listed'):.2f} s "
                 f"| {med('opm warm', 'rss'):.0f} / {med('pivoter warm', 'rss'):.0f} "
                 f"| {med('opm cold', 'hwm'):.0f} / {med('pivoter cold', 'hwm'):.0f} |"
             )
@@ -236,7 +240,8 @@ def _report(rows: list[dict[str, object]], args: argparse.Namespace, load_before
         for r in rows:
             x = r["resolve"]  # type: ignore[index]
             print(
-                f"| {r['factor']}x | {x['load_s']:.2f} s | {x['p50_ms']:.1f} / {x['p99_ms']:.1f} ms "
+                f"| {r['factor']}x | {x['load_s']:.2f} s "
+                f"| {x['p50_ms']:.1f} / {x['p99_ms']:.1f} ms "
                 f"({x['sampled']}) | {x['together_s']:.2f} s ({x['together_n']}, {x['together']}) "
                 f"| {x['rss_mib']:.0f} MiB |"
             )

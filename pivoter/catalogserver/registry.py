@@ -18,7 +18,9 @@ model), not twice.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import orjson
@@ -29,6 +31,41 @@ from resolver.catalog import gojson, model
 from resolver.catalog.registryapi import registry_pb2 as api
 
 # opm refuses custom-schema keys that could escape its cache directory; same rule here.
+ANSWER_CACHE_BYTES = 16 << 20
+"""Serialized bundle answers kept per catalog snapshot (least recently used first out). Building a
+bundle's manifests costs 0.3 ms (a CSV synthesized from ``olm.csv.metadata``) to several ms (inline
+objects decoded and re-encoded) per call; clients such as OLM's catalog operator ask for the same
+few bundles again and again. opm reads finished answers from its cache directory."""
+
+
+class _AnswerCache:
+    """Serialized answers by key, least recently used dropped past ``max_bytes``; thread-safe."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self._max_bytes = max_bytes
+        self._bytes = 0
+        self._answers: OrderedDict[tuple[str, ...], bytes] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, ...], build: Callable[[], bytes]) -> bytes:
+        with self._lock:
+            found = self._answers.get(key)
+            if found is not None:
+                self._answers.move_to_end(key)
+                return found
+        answer = build()  # outside the lock: concurrent builds of one key give equal bytes
+        if len(answer) > self._max_bytes:
+            return answer
+        with self._lock:
+            if key not in self._answers:
+                self._answers[key] = answer
+                self._bytes += len(answer)
+                while self._bytes > self._max_bytes:
+                    _, dropped = self._answers.popitem(last=False)
+                    self._bytes -= len(dropped)
+        return answer
+
+
 _META_KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 
 
@@ -118,38 +155,65 @@ class RegistryView:
             package = meta.package
             if _valid_meta_key(meta.schema) and (not package or _valid_meta_key(package)):
                 self._metas.setdefault((meta.schema, package), []).append(meta)
-        # The bundle-level fields of each bundle's api.Bundle, serialized once.
+        # Built when first asked for, not here: a server answers as soon as the catalog is
+        # loaded and validated, and each of these costs about as much as the load itself at
+        # 55,000 bundles. The bundle-level fields of each bundle's api.Bundle, serialized once:
         self._bases: dict[tuple[str, str], bytes] = {}
-        for b in catalog.bundles:
-            key = (b.package, b.name)
-            if key not in self._bases:  # a repeated name: the first, as catalog.bundle() does
-                message = bundle_base(b, self._bundle_deprecations.get(key))
-                self._bases[key] = message.SerializeToString()
+        self._answers = _AnswerCache(ANSWER_CACHE_BYTES)
+        self._lock = threading.Lock()  # guards building the two indexes below
         self._replacing: dict[str, list[tuple[PackageView, ChannelView, model.ChannelEntry]]] = {}
         self._providers: dict[model.GVK, list[tuple[PackageView, ChannelView, str]]] = {}
         self._latest_providers: dict[model.GVK, list[tuple[PackageView, ChannelView]]] = {}
-        self._index_entries()
-        # ListBundles streams in opm's cache key order: (channel, package, bundle); the messages
-        # of bundles with an image are small and serialized here, the others (with manifests)
-        # are built when asked.
-        self._listed: list[bytes | tuple[str, str, str]] = []
-        for channel_name, package, name in sorted(
-            (c.name, p.name, n)
-            for p in self.packages.values()
-            for c in p.channels.values()
-            for n in c.entries
-        ):
-            found = catalog.bundle(package, name)
-            if found is not None and found.image:
-                member = self.packages[package].channels[channel_name]
-                listed = self._api_bundle(package, member, name, trim=False, for_list=True)
-                self._listed.append(listed.SerializeToString())
-            else:
-                self._listed.append((channel_name, package, name))
+        self._indexed = False
+        self._listed: list[bytes | tuple[str, str, str]] | None = None
+
+    def _base(self, package: str, name: str) -> bytes | None:
+        """The serialized bundle-level fields of a bundle (the first of that name)."""
+        key = (package, name)
+        base = self._bases.get(key)
+        if base is None:
+            found = self.catalog.bundle(package, name)
+            if found is None:
+                return None
+            message = bundle_base(found, self._bundle_deprecations.get(key))
+            base = self._bases[key] = message.SerializeToString()  # equal bytes if built twice
+        return base
+
+    def _list(self) -> list[bytes | tuple[str, str, str]]:
+        """ListBundles in opm's cache key order: (channel, package, bundle); the messages of
+        bundles with an image are small and kept serialized, the others (with manifests) are
+        built when streamed."""
+        with self._lock:
+            if self._listed is not None:
+                return self._listed
+            listed: list[bytes | tuple[str, str, str]] = []
+            for channel_name, package, name in sorted(
+                (c.name, p.name, n)
+                for p in self.packages.values()
+                for c in p.channels.values()
+                for n in c.entries
+            ):
+                found = self.catalog.bundle(package, name)
+                if found is not None and found.image:
+                    member = self.packages[package].channels[channel_name]
+                    message = self._api_bundle(package, member, name, trim=False, for_list=True)
+                    listed.append(message.SerializeToString())
+                else:
+                    listed.append((channel_name, package, name))
+            self._listed = listed
+            return listed
+
+    def _indexes(self) -> None:
+        """Build the replace and provide indexes once (:meth:`_index_entries`)."""
+        with self._lock:
+            if not self._indexed:
+                self._index_entries()
+                self._indexed = True
 
     def _index_entries(self) -> None:
         """Index entries by the names they replace or skip, and bundles by the GVKs they provide,
         in the order the RPCs answer (package, channel, entry order of the catalog)."""
+        provided: dict[tuple[str, str], tuple[model.GVK, ...]] = {}  # a bundle is in many channels
         for pkg in self.packages.values():
             for ch in pkg.channels.values():
                 for entry in ch.entries.values():
@@ -157,10 +221,15 @@ class RegistryView:
                     for skip in entry.skips:
                         if skip != entry.replaces:
                             self._replacing.setdefault(skip, []).append((pkg, ch, entry))
-                    found = self.catalog.bundle(pkg.name, entry.name)
-                    if found is None:
-                        continue
-                    for gvk in dict.fromkeys(found.provided_apis):
+                    apis = provided.get((pkg.name, entry.name))
+                    if apis is None:
+                        found = self.catalog.bundle(pkg.name, entry.name)
+                        if found is None:
+                            continue
+                        apis = provided[(pkg.name, entry.name)] = tuple(
+                            dict.fromkeys(found.provided_apis)
+                        )
+                    for gvk in apis:
                         self._providers.setdefault(gvk, []).append((pkg, ch, entry.name))
                         if entry.name == ch.head:
                             self._latest_providers.setdefault(gvk, []).append((pkg, ch))
@@ -192,7 +261,18 @@ class RegistryView:
     def _api_bundle(
         self, package: str, ch: ChannelView, name: str, *, trim: bool, for_list: bool = False
     ) -> api.Bundle:
-        base = self._bases.get((package, name))
+        if for_list:  # ListBundles: serialized at load, or streamed once
+            return self._build_api_bundle(package, ch, name, trim=trim, for_list=True)
+        answer = self._answers.get(
+            (package, ch.name, name, "trim" if trim else "full"),
+            lambda: self._build_api_bundle(package, ch, name, trim=trim).SerializeToString(),
+        )
+        return api.Bundle.FromString(answer)
+
+    def _build_api_bundle(
+        self, package: str, ch: ChannelView, name: str, *, trim: bool, for_list: bool = False
+    ) -> api.Bundle:
+        base = self._base(package, name)
         found = self.catalog.bundle(package, name)
         if base is None or found is None:  # validation guarantees every entry has a bundle
             raise RegistryError(f"package {_q(package)}, bundle {_q(name)} not found")
@@ -229,7 +309,7 @@ class RegistryView:
     def list_bundles(self) -> Iterator[bytes]:
         """Every (package, channel, bundle), untrimmed, in opm's order (``ListBundles``), each
         an ``api.Bundle`` serialized."""
-        for item in self._listed:
+        for item in self._list():
             if isinstance(item, bytes):
                 yield item
             else:
@@ -246,6 +326,7 @@ class RegistryView:
     def entries_that_replace(self, name: str) -> list[api.ChannelEntry]:
         """Every entry whose replaces or skips names ``name`` (``GetChannelEntriesThatReplace``)."""
         out: list[api.ChannelEntry] = []
+        self._indexes()
         for pkg, ch, entry in self._replacing.get(name, ()):
             out.append(_entry(pkg.name, ch.name, entry.name, entry.replaces))
         if not out:
@@ -281,6 +362,7 @@ class RegistryView:
         """Entries (plus one per skip) of bundles providing ``gvk``
         (``GetChannelEntriesThatProvide``; the plural is ignored, as opm does)."""
         out: list[api.ChannelEntry] = []
+        self._indexes()
         for pkg, ch, name in self._providers.get(gvk, ()):
             out.extend(self._entries_for(pkg, ch, name, any_channel=True))
         if not out:
@@ -291,6 +373,7 @@ class RegistryView:
         """Like :meth:`entries_that_provide` for channel heads only
         (``GetLatestChannelEntriesThatProvide``)."""
         out: list[api.ChannelEntry] = []
+        self._indexes()
         for pkg, ch in self._latest_providers.get(gvk, ()):
             out.extend(self._entries_for(pkg, ch, ch.head, any_channel=False))
         if not out:

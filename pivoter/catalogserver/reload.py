@@ -37,7 +37,7 @@ from pivoter.catalogserver.registry import RegistryError, RegistryView
 from resolver.catalog import model
 from resolver.catalog.errors import CatalogLoadError
 from resolver.catalog.jsonl import MetaLine
-from resolver.catalog.load import load_served
+from resolver.catalog.load import gc_paused, load_served
 from resolver.catalog.validate import validate
 from resolver.catalog.walk import list_catalog_files
 
@@ -84,6 +84,11 @@ def directory_signature(root: str) -> str:
 
 def load_snapshot(root: str, *, name: str) -> Snapshot:
     """Load, validate and index the catalog in ``root``; raise SnapshotError when it is broken."""
+    with gc_paused():  # building everything below allocates and frees no cycles
+        return _load_snapshot(root, name=name)
+
+
+def _load_snapshot(root: str, *, name: str) -> Snapshot:
     before = directory_signature(root)
     try:
         catalog, body = load_served(root, name=name)

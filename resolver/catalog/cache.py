@@ -30,7 +30,7 @@ from resolver.catalog import model
 from resolver.catalog.decode import CatalogObject
 from resolver.catalog.jsonl import FileLines
 
-_FORMAT = 4  # bump when the model's pickled shape or the parser's values change
+_FORMAT = 5  # bump when the model's pickled shape or the parser's values change
 
 Signature = tuple[int, int, int, int]
 

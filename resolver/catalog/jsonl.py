@@ -22,7 +22,7 @@ import struct
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from resolver.catalog import gojson
 from resolver.catalog.decode import meta_of
@@ -33,8 +33,7 @@ LEVEL = 6
 """zlib's default level, as ``gzip.compress`` used before."""
 
 
-@dataclass(frozen=True, slots=True)
-class MetaLine:
+class MetaLine(NamedTuple):
     """Where one object sits in the body, and its meta keys (for ``/api/v1/metas``)."""
 
     schema: str
@@ -127,7 +126,7 @@ def join(files: Sequence[FileLines]) -> Body:
 _POLY = 0xEDB88320  # CRC-32, reflected
 
 
-def _gf2_times(matrix: list[int], vector: int) -> int:
+def _gf2_times(matrix: tuple[int, ...], vector: int) -> int:
     total = 0
     i = 0
     while vector:
@@ -138,28 +137,32 @@ def _gf2_times(matrix: list[int], vector: int) -> int:
     return total
 
 
-def _gf2_square(matrix: list[int]) -> list[int]:
-    return [_gf2_times(matrix, matrix[n]) for n in range(32)]
+def _gf2_square(matrix: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(_gf2_times(matrix, matrix[n]) for n in range(32))
+
+
+def _zero_byte_operators(count: int) -> tuple[tuple[int, ...], ...]:
+    """The operators that append 1, 2, 4, ... 2**(count-1) zero bytes to a CRC register."""
+    one_bit = (_POLY, *(1 << n for n in range(31)))
+    operator = _gf2_square(_gf2_square(_gf2_square(one_bit)))  # 8 zero bits: one byte
+    operators = [operator]
+    for _ in range(count - 1):
+        operator = _gf2_square(operator)
+        operators.append(operator)
+    return tuple(operators)
+
+
+_ZERO_BYTES = _zero_byte_operators(64)
 
 
 def crc32_combine(crc1: int, crc2: int, len2: int) -> int:
     """The CRC-32 of ``A + B`` from ``crc1`` of A, ``crc2`` of B and the length of B."""
     if len2 <= 0:
         return crc1
-    odd = [_POLY] + [1 << n for n in range(31)]  # the operator for one zero bit
-    even = _gf2_square(odd)  # two zero bits
-    odd = _gf2_square(even)  # four zero bits
-    while True:  # apply len2 zero bytes to crc1, a power-of-two number of bits at a time
-        even = _gf2_square(odd)
+    k = 0
+    while len2:  # append len2 zero bytes to crc1, one power of two at a time
         if len2 & 1:
-            crc1 = _gf2_times(even, crc1)
+            crc1 = _gf2_times(_ZERO_BYTES[k], crc1)
         len2 >>= 1
-        if not len2:
-            break
-        odd = _gf2_square(even)
-        if len2 & 1:
-            crc1 = _gf2_times(odd, crc1)
-        len2 >>= 1
-        if not len2:
-            break
+        k += 1
     return crc1 ^ crc2

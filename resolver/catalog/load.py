@@ -15,10 +15,11 @@ Called by the CLI (``pivoter catalog validate|render``), the catalog sources and
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from resolver.catalog import cache as parsed_cache
@@ -33,6 +34,7 @@ from resolver.catalog.walk import DEFAULT_MAX_FILE_BYTES, CatalogFile, list_cata
 
 __all__ = [
     "DEFAULT_MAX_FILE_BYTES",
+    "gc_paused",
     "load_directory",
     "load_file_objects",
     "load_objects",
@@ -96,16 +98,27 @@ def load_served(
     return catalog, join(files)
 
 
-def _load(root: str, **options: Any) -> tuple[Catalog, list[FileLines]]:
-    # Loading allocates hundreds of thousands of containers and frees none of them: the cyclic
-    # garbage collector's passes over them are pure overhead (about a third of a warm reload).
-    gc_was_enabled = gc.isenabled()
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Keep the cyclic garbage collector off for the block (as it was before, after it).
+
+    Loading a catalog allocates millions of containers and frees none of them; each of the
+    collector's passes walks every one, so a load with it on costs more than linearly in the
+    catalog's size (a third of a warm reload at today's sizes; twice the time at ten times
+    them). Callers building on a loaded catalog (validation, indexes) pause it too.
+    """
+    was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _load_directory(root, **options)
+        yield
     finally:
-        if gc_was_enabled:
+        if was_enabled:
             gc.enable()
+
+
+def _load(root: str, **options: Any) -> tuple[Catalog, list[FileLines]]:
+    with gc_paused():
+        return _load_directory(root, **options)
 
 
 def _load_directory(

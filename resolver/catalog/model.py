@@ -14,14 +14,15 @@ import base64
 import binascii
 import enum
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, fields
+from typing import Any, TypeVar
 
 import orjson
 
 from resolver import safedata
 
 JSON = Any
+_T = TypeVar("_T")
 """A decoded JSON value (dict, list, str, int, float, bool or None)."""
 
 # Well-known property types (operator-registry alpha/property).
@@ -43,6 +44,24 @@ SCHEMA_BUNDLE = "olm.bundle"
 SCHEMA_DEPRECATIONS = "olm.deprecations"
 
 
+def _pickled_by_fields(cls: type[_T]) -> type[_T]:
+    """Pickle a frozen dataclass as ``cls(*field values)``.
+
+    The default for frozen, slotted dataclasses (``dataclasses._dataclass_setstate``) looks the
+    fields up again for every object it restores, about half of reading a warm catalog cache
+    (:mod:`resolver.catalog.cache`) of 55,000 bundles; the generated ``__init__`` sets them in
+    one call. Only classes the cache's unpickler admits are ever restored this way.
+    """
+    names = tuple(f.name for f in fields(cls))  # type: ignore[arg-type]
+
+    def __reduce__(self: _T) -> tuple[type[_T], tuple[Any, ...]]:
+        return (cls, tuple(getattr(self, name) for name in names))
+
+    cls.__reduce__ = __reduce__  # type: ignore[assignment,method-assign]
+    return cls
+
+
+@_pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class Origin:
     """Where an object was read from: a file relative to the catalog root and a 1-based line.
@@ -68,6 +87,7 @@ ABSENT = Absent.VALUE
 bundles); distinct from a JSON ``null`` value, and preserved by pickling."""
 
 
+@_pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class Property:
     """A typed property ``{type, value}`` of a bundle, package or channel."""
@@ -76,6 +96,7 @@ class Property:
     value: JSON
 
 
+@_pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class GVK:
     """A Kubernetes API (group, version, kind) provided or required by a bundle."""
@@ -88,6 +109,7 @@ class GVK:
         return f"{self.group}/{self.version}/{self.kind}"
 
 
+@_pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class Icon:
     """A package icon: base64 data and its media type."""
@@ -96,6 +118,7 @@ class Icon:
     mediatype: str
 
 
+@_pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class RelatedImage:
     """An image a bundle refers to (``relatedImages``); ``name`` may be empty."""
@@ -104,6 +127,7 @@ class RelatedImage:
     image: str
 
 
+@_pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class Package:
     """An ``olm.package`` object."""
@@ -116,6 +140,7 @@ class Package:
     origin: Origin | None = None
 
 
+@_pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class ChannelEntry:
     """One entry of a channel: a bundle name and its upgrade edges within this channel."""
@@ -126,6 +151,7 @@ class ChannelEntry:
     skip_range: str = ""
 
 
+@_pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class Channel:
     """An ``olm.channel`` object: the ordered entries of one channel of one package."""
@@ -137,6 +163,7 @@ class Channel:
     origin: Origin | None = None
 
 
+@_pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class Bundle:
     """An ``olm.bundle`` object: one installable version of a package."""
@@ -248,6 +275,7 @@ def _gvk(value: Mapping[str, JSON]) -> GVK:
     )
 
 
+@_pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class DeprecationEntry:
     """One deprecation: a reference (schema ``olm.package``/``olm.channel``/``olm.bundle`` and a
@@ -258,6 +286,7 @@ class DeprecationEntry:
     message: str
 
 
+@_pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class Deprecation:
     """An ``olm.deprecations`` object: the deprecations of one package."""
@@ -267,6 +296,7 @@ class Deprecation:
     origin: Origin | None = None
 
 
+@_pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class Meta:
     """Any object of a schema the model does not interpret (kept opaque, as opm does)."""
