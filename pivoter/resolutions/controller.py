@@ -79,6 +79,7 @@ def register(
         store,
         preparer=preparer,
         metrics=InputMetrics.of(manager.metrics.registry),
+        children_cache=manager.informer_for(BUNDLE_DEPLOYMENTS).store.list,
     )
     reconciler = InputReconciler(manager.kube, engine, kind, recorder=recorder)
     controller = manager.controller(name, reconciler.reconcile, workers=workers)

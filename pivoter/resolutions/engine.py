@@ -147,6 +147,9 @@ class Engine:
     metrics: InputMetrics | None = None
     claims: AbstractContextManager[Any] = held.CLAIMS
     """Held from reading the other inputs' holdings until a started pivot is recorded."""
+    children_cache: held.ChildrenSource | None = None
+    """The daemon's shared BundleDeployment cache, where the other inputs' children are read
+    (None: listed from the API server on every pass)."""
 
     def reconcile(
         self,
@@ -197,7 +200,7 @@ class Engine:
         """Steps 2 to 4 of the module docstring: read what the decision needs into a
         :class:`Situation`, :func:`decide`, and carry the decision out; True when a pivot was
         started (and its record persisted)."""
-        peers = held.observe(self.kube, p.spec.ref)
+        peers = held.observe(self.kube, p.spec.ref, self.children_cache)
         situation = Situation(
             conflict=peers.conflict(p.spec.packages), lost_active=p.out.lost_active
         )

@@ -4,10 +4,14 @@ and the package conflicts between inputs.
 Read once per reconcile by :mod:`pivoter.resolutions.engine` (:func:`observe`). The sources,
 cheapest first:
 
-* the child BundleDeployments of every input (one list, selected by the
-  ``app.kubernetes.io/managed-by=pivoter`` label): their annotations name the input, package,
-  bundle and version of what is applied now. A child being deleted still holds its package
-  until it is gone (its uninstall would remove what a second copy installed);
+* the child BundleDeployments of every input (those labelled
+  ``app.kubernetes.io/managed-by=pivoter``), read from the daemon's shared BundleDeployment cache
+  (a list from the API server per reconcile costs every input every other input's children: n²
+  objects when n inputs resolve after a catalog change): their annotations name the input,
+  package, bundle and version of what is applied now. A child being deleted still holds its
+  package until it is gone (its uninstall would remove what a second copy installed). A child
+  created a moment ago and not in the cache yet belongs to a pivot in progress, whose target
+  (below, read from the API server) holds the same package;
 * for an input with a pivot in progress, the ResolveSet of its target revision (one read per
   pivoting input; found by listing the input kinds): the target is what it is moving to, and its
   new dependencies are held before they are applied.
@@ -26,7 +30,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -51,6 +55,7 @@ from resolver.rules.inputs import Held, SharedChoice
 __all__ = [
     "CLAIMS",
     "INPUT_KINDS",
+    "ChildrenSource",
     "Holding",
     "Peers",
     "SharedDependency",
@@ -71,6 +76,11 @@ INPUT_KINDS = (
     Resource(platform.API_VERSION, "PlatformOperator", "platformoperators", namespaced=False),
 )
 """The input kinds whose pivots in progress hold their targets."""
+
+
+ChildrenSource = Callable[[], Iterable[Mapping[str, Any]]]
+"""The BundleDeployments of the cluster as a shared cache holds them (e.g. an informer store's
+``list``)."""
 
 
 def holder_text(owner: str) -> str:
@@ -180,12 +190,22 @@ class Peers:
         return ""
 
 
-def observe(kube: Kube, ref: InputRef) -> Peers:
+def observe(kube: Kube, ref: InputRef, children: ChildrenSource | None = None) -> Peers:
     """The children of the inputs other than ``ref`` (enough for :meth:`Peers.conflict`; add
-    the pivot targets with :func:`with_pivot_targets` before resolving)."""
-    items, _ = kube.list(BUNDLE_DEPLOYMENTS, label_selector=f"{LABEL_MANAGED_BY}=pivoter")
+    the pivot targets with :func:`with_pivot_targets` before resolving), from ``children`` (the
+    daemon's shared cache), else listed from the API server."""
+    items: Iterable[Mapping[str, Any]]
+    if children is None:
+        items, _ = kube.list(BUNDLE_DEPLOYMENTS, label_selector=f"{LABEL_MANAGED_BY}=pivoter")
+    else:
+        items = [bd for bd in children() if _managed(bd)]
     holdings = [h for h in map(_from_child, items) if h is not None and h.owner != str(ref)]
     return Peers(tuple(holdings))
+
+
+def _managed(bd: Mapping[str, Any]) -> bool:
+    labels = (bd.get("metadata") or {}).get("labels") or {}
+    return labels.get(LABEL_MANAGED_BY) == "pivoter"
 
 
 def with_pivot_targets(peers: Peers, kube: Kube, store: RevisionStore, ref: InputRef) -> Peers:
