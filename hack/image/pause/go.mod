@@ -1,0 +1,3 @@
+module pivoter.local/hack/image/pause
+
+go 1.26
