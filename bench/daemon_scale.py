@@ -688,6 +688,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{factor}x not reached: {exc}", file=sys.stderr)
             print(f"\n**{factor}x not reached**: {exc}\n")
             break
+        # What is measured so far, in case a later factor does not finish.
+        print("\n".join(scale_table(results)), file=sys.stderr)
+        print("\n".join(processes_table(results[-1])), file=sys.stderr, flush=True)
     print(
         f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
         f"idle window {args.idle:g} s after {args.warmup:g} s; {args.runs} changes per factor\n"
