@@ -20,7 +20,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from pivoter.catalogserver import grpclog, reflection
 from pivoter.catalogserver.registry import RegistryError, RegistryView
-from pivoter.catalogserver.stale import StaleInterceptor, StaleReason
+from pivoter.catalogserver.stale import StaleMarker, StaleReason
 from resolver.catalog.model import GVK
 from resolver.catalog.registryapi import registry_pb2 as api
 
@@ -45,8 +45,11 @@ def _unknown(context: grpc.ServicerContext, err: Exception) -> None:
     context.abort(grpc.StatusCode.UNKNOWN, str(err))
 
 
-def _generic_handler(service: str, servicer: object) -> grpc.GenericRpcHandler[Any, Any]:
-    """Route every method of ``service`` (from the proto descriptor) to ``servicer``.
+def _generic_handler(
+    service: str, servicer: object, marker: StaleMarker | None
+) -> grpc.GenericRpcHandler[Any, Any]:
+    """Route every method of ``service`` (from the proto descriptor) to ``servicer``, each
+    wrapped once by ``marker`` (stale answers say so) when there is one.
 
     Written here instead of using the generated ``*_pb2_grpc`` module, which is untyped.
     """
@@ -54,13 +57,17 @@ def _generic_handler(service: str, servicer: object) -> grpc.GenericRpcHandler[A
     handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
     for method in descriptor.methods:
         request = _message_class(method.input_type.full_name)
-        make = (
-            grpc.unary_stream_rpc_method_handler
-            if method.server_streaming
-            else (grpc.unary_unary_rpc_method_handler)
-        )
+        behavior = getattr(servicer, method.name)
+        if method.server_streaming:
+            make = grpc.unary_stream_rpc_method_handler
+            if marker is not None:
+                behavior = marker.stream(behavior)
+        else:
+            make = grpc.unary_unary_rpc_method_handler
+            if marker is not None:
+                behavior = marker.unary(behavior)
         handlers[method.name] = make(
-            getattr(servicer, method.name),
+            behavior,
             request_deserializer=request.FromString,
             response_serializer=_serialize,
         )
@@ -248,17 +255,17 @@ def build_server(
     """
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="grpc"),
-        interceptors=[StaleInterceptor(stale)] if stale is not None else None,
         options=[
             ("grpc.max_receive_message_length", max_message_bytes),
             ("grpc.max_send_message_length", -1),
             ("grpc.so_reuseport", 0),
         ],
     )
+    marker = StaleMarker(stale) if stale is not None else None
     server.add_generic_rpc_handlers(
         (
-            _generic_handler("Registry", RegistryServicer(view)),
-            _generic_handler("ExperimentalRegistry", ExperimentalRegistryServicer(view)),
+            _generic_handler("Registry", RegistryServicer(view), marker),
+            _generic_handler("ExperimentalRegistry", ExperimentalRegistryServicer(view), marker),
         )
     )
     health_pb2_grpc.add_HealthServicer_to_server(
