@@ -9,7 +9,9 @@ and the grouped-pivot provisioner.
 Objects go in phases (:func:`~provisioners.apply.objects.install_phases`: Namespaces, CRDs,
 RBAC, ..., custom resources last). Within a phase, every object is looked up and its ownership
 checked before any is applied, then up to :data:`APPLY_CONCURRENCY` apply requests run at once;
-a failure stops the apply after its phase, with every object that was applied recorded.
+a failure stops the apply after its phase, with every object that was applied recorded. CRDs
+are waited for (Established) just before the phase of their custom resources, so the phases in
+between are applied meanwhile, and in any case before :meth:`Applier.apply` returns.
 """
 
 from __future__ import annotations
@@ -173,7 +175,12 @@ class Applier:
         defined_here: set[tuple[str, str]],
         new_namespaces: set[str],
     ) -> None:
+        # CRDs applied but not yet seen Established: only their custom resources wait for them
+        # (the last phase), so the phases in between are applied meanwhile.
+        unestablished: list[ObjectRef] = []
         for phase in install_phases(ordered):
+            if unestablished and _has_custom_resources(phase, defined_here):
+                self._wait_all_established(unestablished)
             jobs: list[tuple[ObjectRef, Resource, JSONObject]] = []
             for obj in phase:
                 ref = ref_of(obj)
@@ -201,11 +208,16 @@ class Applier:
                         )
                 jobs.append((obj_ref, resource, body))
             self._apply_phase(jobs, result, dry_run=dry_run)
-            crds = [ref for ref, _, _ in jobs if ref.kind == CRD_KIND]
-            if crds and not dry_run:
-                # Custom resources may follow (a later phase): wait for their CRDs.
-                for crd in crds:
-                    self._wait_established(crd)
+            if not dry_run:
+                unestablished += [ref for ref, _, _ in jobs if ref.kind == CRD_KIND]
+        # An apply returns with its CRDs served, custom resources or not.
+        self._wait_all_established(unestablished)
+
+    def _wait_all_established(self, crds: list[ObjectRef]) -> None:
+        """Wait for each CRD of ``crds`` to be Established; empty ``crds`` as they are."""
+        while crds:
+            self._wait_established(crds[0])
+            crds.pop(0)
 
     def _apply_phase(
         self,
@@ -385,6 +397,15 @@ class Applier:
             remaining = int(listing.get("metadata", {}).get("remainingItemCount") or 0)
             return items + remaining
         return 0
+
+
+def _has_custom_resources(phase: Iterable[JSONObject], defined_here: set[tuple[str, str]]) -> bool:
+    """Whether ``phase`` holds an object of a kind that a CRD of the same set defines."""
+    for obj in phase:
+        ref = ref_of(obj)
+        if (ref.group, ref.kind) in defined_here:
+            return True
+    return False
 
 
 def _prune_rank(ref: ObjectRef) -> tuple[int, ObjectRef]:
