@@ -91,6 +91,8 @@ APPS = "bench-apps"
 KINDS = ("grpc", "http", "image", "configMaps")
 WORKLOADS = ("configmap", "deployment")
 GROUP_SIZE = 10
+FLOOR_SHARDS = 8
+KUBECTL = Path(os.environ.get("PIVOTER_TOOLS_DIR", Path.home() / ".cache/pivoter/bin")) / "kubectl"
 CONFIGS_LABEL = "operators.operatorframework.io.index.configs.v1"
 KIND_LABEL = "bench.pivoter.io/kind"
 INPUT_NAME_LABEL = "pivoter.io/input-name"
@@ -119,6 +121,10 @@ MARKS = (
 EXTRA_ROWS = (
     ("rollout", "longest single Deployment rollout (its spec changed → rolled out)"),
     ("overhead", "detected → `Ready` minus that rollout: pivoter's own share"),
+    (
+        "floor",
+        "the floor: the same objects by 8 parallel `kubectl apply --server-side`, until ready",
+    ),
 )
 """Rows of the pivot table that are durations of their own, not steps from detection."""
 
@@ -579,6 +585,7 @@ class Bench:
 
     kube: Kube
     work: Path
+    kubeconfig: Path
     registry_host: str
     daemon: Daemon
     server_url: str
@@ -779,6 +786,44 @@ class Bench:
         )
         return {"detected": detected - t0, **marks, "cpu": cpu}
 
+    def floor(self, packages: Mapping[str, str], workload: str) -> float:
+        """Seconds the API server itself needs for what a pivot of ``packages`` installs: the
+        same objects (named ``<package>-floor``) applied by up to 8 parallel
+        ``kubectl apply --server-side`` processes, then, for Deployments, until each has rolled
+        out (its new pod template available), read by watch as for the pivot."""
+        assert self.deployments is not None
+        files = []
+        for package, version in packages.items():
+            path = self.work / f"floor-{package}.yaml"
+            path.write_text(_manifest(workload, f"{package}-floor", version))
+            files.append(path)
+        shards = [files[i::FLOOR_SHARDS] for i in range(min(FLOOR_SHARDS, len(files)))]
+        kubectl = [str(KUBECTL), "--kubeconfig", str(self.kubeconfig), "apply", "--server-side"]
+        mark = time.monotonic()
+        processes = [
+            subprocess.Popen(
+                [*kubectl, "--field-manager", "bench-floor", *(f"-f={f}" for f in shard)],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+            )
+            for shard in shards
+        ]
+        for process in processes:
+            _, err = process.communicate(timeout=WAIT)
+            assert process.returncode == 0, err.decode()
+        applied = time.monotonic()
+        if workload != "deployment":
+            return applied - mark
+        version = next(iter(packages.values()))
+        names = [f"{p}-floor" for p in packages]
+        self.deployments.wait(
+            lambda objs: all(n in objs and rolled_out(objs[n], version) for n in names),
+            what="the floor's Deployments to roll out",
+        )
+        done, _ = rollouts(self.deployments.since(mark), names, version)
+        assert done is not None
+        return done - mark
+
     def stop(self) -> None:
         """End every watch."""
         recorders = (self.catalogs, self.resolutions, self.children, self.revisions)
@@ -838,6 +883,7 @@ def group_pivot(
     bench.resolution(name, name, packages)
     bench.wait_ready(name, 1)
     install = time.monotonic() - started
+    bench.floor(dict.fromkeys(packages, "1.0.0"), workload)  # created once; runs update them
     results = []
     try:
         for run in range(1, runs + 1):
@@ -850,6 +896,8 @@ def group_pivot(
                 workload=workload,
                 revision=run + 1,
             )
+            # The same objects at the same version through kubectl: the floor of this run.
+            outcome["floor"] = bench.floor(dict.fromkeys(packages, f"1.0.{run}"), workload)
             results.append(outcome)
             print(f"  {workload} run {run}: {_brief(outcome)}", file=sys.stderr)
     finally:
@@ -913,6 +961,7 @@ def running(args: argparse.Namespace, work: Path) -> Iterator[Bench]:
         bench = Bench(
             kube,
             work,
+            Path(kubeconfig),
             registry.host,
             daemon,
             server_url=f"http://127.0.0.1:{http_port}/catalogs/bench",
