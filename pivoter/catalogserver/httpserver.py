@@ -164,11 +164,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_all(snap, head=head)
             return
         wanted = {k: v[0] for k, v in params.items() if v and v[0]}
-        jsonl = snap.jsonl()
         body = b"".join(
-            jsonl[line.start : line.end]
-            for line in snap.lines
-            if all(getattr(line, key) == value for key, value in wanted.items())
+            snap.select(lambda line: all(getattr(line, k) == v for k, v in wanted.items()))
         )
         self._send(HTTPStatus.OK, body, "application/jsonl", head=head, snap=snap)
 
@@ -180,8 +177,13 @@ class _Handler(BaseHTTPRequestHandler):
         length = len(snap.jsonl_gzip) if gzipped else snap.jsonl_size
         self.send_header("Content-Length", str(length))
         self.end_headers()
-        if not head:
-            self.wfile.write(snap.jsonl_gzip if gzipped else snap.jsonl())
+        if head:
+            return
+        if gzipped:
+            self.wfile.write(snap.jsonl_gzip)
+            return
+        for chunk in snap.text_chunks():  # never the whole text at once
+            self.wfile.write(chunk)
 
     def _accepts_gzip(self) -> bool:
         return "gzip" in self.headers.get("Accept-Encoding", "")

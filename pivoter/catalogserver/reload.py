@@ -24,11 +24,11 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import gc
-import gzip
 import hashlib
 import logging
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
@@ -36,7 +36,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from pivoter.catalogserver.registry import RegistryError, RegistryView
 from resolver.catalog import model
 from resolver.catalog.errors import CatalogLoadError
-from resolver.catalog.jsonl import MetaLine
+from resolver.catalog.jsonl import Body, MetaLine, select, text_chunks
 from resolver.catalog.load import gc_paused, load_served
 from resolver.catalog.validate import validate
 from resolver.catalog.walk import list_catalog_files
@@ -66,9 +66,13 @@ class Snapshot:
     """Digest of the file list (names, sizes, mtimes) this snapshot was read from."""
     warnings: tuple[str, ...] = field(default=())
 
-    def jsonl(self) -> bytes:
-        """The uncompressed catalogd body (decompressed on each call)."""
-        return gzip.decompress(self.jsonl_gzip)
+    def text_chunks(self) -> Iterator[bytes]:
+        """The uncompressed catalogd body, a chunk at a time (decompressed on each call)."""
+        return text_chunks(self.jsonl_gzip)
+
+    def select(self, keep: Callable[[MetaLine], bool]) -> Iterator[bytes]:
+        """The lines of the body whose meta keys ``keep`` accepts (``/api/v1/metas``)."""
+        return select(Body(self.jsonl_gzip, self.jsonl_size, self.lines), keep)
 
 
 def directory_signature(root: str) -> str:

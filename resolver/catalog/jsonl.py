@@ -20,14 +20,23 @@ from __future__ import annotations
 
 import struct
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from resolver.catalog import gojson
 from resolver.catalog.decode import meta_of
 
-__all__ = ["Body", "FileLines", "MetaLine", "crc32_combine", "join", "render_file"]
+__all__ = [
+    "Body",
+    "FileLines",
+    "MetaLine",
+    "crc32_combine",
+    "join",
+    "render_file",
+    "select",
+    "text_chunks",
+]
 
 LEVEL = 6
 """zlib's default level, as ``gzip.compress`` used before."""
@@ -119,6 +128,45 @@ def join(files: Sequence[FileLines]) -> Body:
     trailer = struct.pack("<II", crc, size & 0xFFFFFFFF)
     data = b"".join([_GZIP_HEADER, *(f.deflate for f in files), _FINAL_BLOCK, trailer])
     return Body(data, size, tuple(lines))
+
+
+CHUNK = 1 << 20
+"""Decompressed bytes handed out at a time by :func:`text_chunks` and :func:`select`."""
+
+
+def text_chunks(gzip_body: bytes, chunk: int = CHUNK) -> Iterator[bytes]:
+    """The uncompressed text of a :class:`Body`, ``chunk`` bytes at a time (never all at once:
+    a 55,000-bundle catalog is 270 MB of text)."""
+    decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    data = memoryview(gzip_body)
+    for start in range(0, len(data), chunk):
+        out = decompressor.decompress(data[start : start + chunk], chunk)
+        while out:
+            yield out
+            out = decompressor.decompress(decompressor.unconsumed_tail, chunk)
+    rest = decompressor.flush()
+    if rest:
+        yield rest
+
+
+def select(body: Body, keep: Callable[[MetaLine], bool], chunk: int = CHUNK) -> Iterator[bytes]:
+    """The lines of ``body`` whose :class:`MetaLine` ``keep`` accepts, in order, read through
+    :func:`text_chunks` (only the text between two wanted lines is ever held)."""
+    wanted = iter([line for line in body.lines if keep(line)])
+    line = next(wanted, None)
+    buffer = bytearray()
+    base = 0  # where ``buffer`` starts in the text
+    for piece in text_chunks(body.gzip, chunk):
+        if line is None:
+            return
+        buffer += piece
+        while line is not None and line.end <= base + len(buffer):
+            yield bytes(buffer[line.start - base : line.end - base])
+            line = next(wanted, None)
+        if line is not None:  # what comes before the next wanted line is never needed
+            drop = min(len(buffer), line.start - base)
+            del buffer[:drop]
+            base += drop
 
 
 # -- CRC-32 combination (zlib's crc32_combine: multiplication by x^(8*len2) in GF(2)) -----------

@@ -20,7 +20,15 @@ import pytest
 from resolver.catalog import gojson
 from resolver.catalog import load as load_module
 from resolver.catalog.decode import meta_of
-from resolver.catalog.jsonl import MetaLine, crc32_combine, join, render_file
+from resolver.catalog.jsonl import (
+    Body,
+    MetaLine,
+    crc32_combine,
+    join,
+    render_file,
+    select,
+    text_chunks,
+)
 from resolver.catalog.load import load_directory, load_served
 from resolver.catalog.parse import parse_text
 from resolver.catalog.walk import list_catalog_files
@@ -127,3 +135,37 @@ def test_a_warm_start_parses_nothing_and_a_changed_file_once(
     _, changed = load_served(root, cache_dir=cache, workers=1)
     assert len(parsed) == 1
     assert gzip.decompress(changed.gzip) == gzip.decompress(warm.gzip)
+
+
+def _random_body(seed: int) -> tuple[bytes, Body]:
+    rng = random.Random(seed)
+    files = [
+        render_file(
+            {
+                "schema": rng.choice(["olm.bundle", "olm.channel", "custom"]),
+                "package": f"p{i % 7}",
+                "name": f"n{j}",
+                "pad": "x" * rng.randint(0, 3000),
+            }
+            for j in range(rng.randint(0, 30))
+        )
+        for i in range(25)
+    ]
+    body = join(files)
+    return gzip.decompress(body.gzip), body
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 1000, 1 << 20])
+def test_the_text_comes_in_chunks_and_selected_lines_are_the_texts_own(chunk: int) -> None:
+    text, body = _random_body(chunk)
+    pieces = list(text_chunks(body.gzip, chunk))
+    assert b"".join(pieces) == text
+    assert all(len(p) <= chunk for p in pieces)
+    for keep in (
+        lambda line: line.package == "p3",
+        lambda line: line.schema == "olm.channel" and line.name == "n4",
+        lambda line: True,
+        lambda line: False,
+    ):
+        expected = [text[line.start : line.end] for line in body.lines if keep(line)]
+        assert list(select(body, keep, chunk)) == expected
