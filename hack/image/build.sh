@@ -66,6 +66,8 @@ start=$(date +%s)
   --build-arg "PYTHON_IMAGE=$base" --build-context "helm=$helm_dir" \
   --iidfile "$work/iid" --tag "$tag" "$work/context" >&2 || die "podman build failed (see above)"
 log "built $tag in $(($(date +%s) - start)) s"
+# Layers of earlier builds stay as the cache of the next one; those not used for a day go.
+"${podman[@]}" image prune --force --filter until=24h >/dev/null 2>&1 || true
 if $push; then
   "${podman[@]}" push --quiet --tls-verify=false "$tag" "$registry/${tag#*/}" >&2
 fi

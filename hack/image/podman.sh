@@ -36,7 +36,7 @@ cat >"$conf_dir/storage.conf" <<CONF
 [storage]
 driver = "overlay"
 graphroot = "$storage"
-runroot = "${XDG_RUNTIME_DIR:-/run}/pivoter-containers"
+runroot = "${XDG_RUNTIME_DIR:-/run}/pivoter-containers-$(printf %s "$storage" | sha256sum | cut -c1-8)"
 CONF
 export CONTAINERS_CONF="$conf_dir/containers.conf"
 export CONTAINERS_STORAGE_CONF="$conf_dir/storage.conf"
