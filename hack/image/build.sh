@@ -46,18 +46,21 @@ fi
 mkdir -p "$work/context"
 git archive --format=tar "$revision" | tar -x -C "$work/context" || die "git archive $revision failed"
 
-# pip inside the build reaches the network the way pip on this host does: the host's index URL and
-# CA bundle (where TLS to the index is intercepted) are passed as build secrets, never stored.
-secrets=()
-if [[ -n ${PIP_INDEX_URL:-} || -n ${PIP_CERT:-} ]]; then
-  {
-    echo "[global]"
-    [[ -n ${PIP_INDEX_URL:-} ]] && echo "index-url = $PIP_INDEX_URL"
-    [[ -n ${PIP_CERT:-} ]] && echo "cert = /run/secrets/pip-ca"
-  } >"$work/pip.conf"
-  secrets+=(--secret "id=pip.conf,src=$work/pip.conf")
-  [[ -n ${PIP_CERT:-} ]] && secrets+=(--secret "id=pip-ca,src=$PIP_CERT")
-fi
+# pip inside the build reaches the network the way programs on this host do: with the host's CA
+# bundle (where TLS to the index is intercepted, as on the development machines) and its index URL,
+# passed as build secrets, never stored in a layer.
+ca=""
+for candidate in "${PIP_CERT:-}" "${REQUESTS_CA_BUNDLE:-}" "${SSL_CERT_FILE:-}" \
+  /etc/ssl/certs/ca-certificates.crt; do
+  if [[ -n $candidate && -f $candidate ]]; then ca=$candidate; break; fi
+done
+{
+  echo "[global]"
+  [[ -n ${PIP_INDEX_URL:-} ]] && echo "index-url = $PIP_INDEX_URL"
+  [[ -n $ca ]] && echo "cert = /run/secrets/pip-ca"
+} >"$work/pip.conf"
+secrets=(--secret "id=pip.conf,src=$work/pip.conf")
+[[ -n $ca ]] && secrets+=(--secret "id=pip-ca,src=$ca")
 
 helm_dir=$(hack/image/helm.sh)
 log "building $tag from $base ($revision: $(git rev-parse --short "$revision"))"
