@@ -2,24 +2,27 @@
 
 With a ref, git says which files under the catalog directory differ from the ref (committed or
 not, untracked files included, renames as a deletion and an addition) and gives the catalog as it
-was at the ref (``git archive`` into a temporary directory, extracted with tarfile's ``data``
-filter); both catalogs are tested and :func:`resolver.channeltest.changes.scope_report` keeps
-what the change touched or introduced. With a list of files, only the packages they touch are
-reported. Called by :mod:`pivoter.cli.catalog_test`.
+was at the ref (``git archive`` into a temporary directory, extracted by the guarded unpacker of
+``provisioners.unpack``); both catalogs are tested and
+:func:`resolver.channeltest.changes.scope_report` keeps what the change touched or introduced.
+With a list of files, only the packages they touch are reported. Called by
+:mod:`pivoter.cli.catalog_test`.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import subprocess
-import tarfile
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 from pivoter.cli.exitcodes import ExitCode
+from provisioners.unpack import Compression, UnpackError, UnpackLimits, unpack_tar
 from resolver.catalog.errors import CatalogLoadError
 from resolver.catalog.model import Catalog
 from resolver.channeltest.changes import Change, scope_report
@@ -27,6 +30,10 @@ from resolver.channeltest.report import Report
 
 GIT_TIMEOUT = 300.0
 """Seconds one git command may take (an archive of a large catalog included)."""
+
+ARCHIVE_LIMITS = UnpackLimits(max_total_bytes=8 << 30, max_entries=1_000_000)
+"""The old tree of a catalog repository: larger than a bundle (the full indexes are hundreds of
+MB in thousands of files), still bounded."""
 
 
 class ChangeError(Exception):
@@ -117,14 +124,11 @@ def _archive(top: str, commit: str, prefix: str, tmp: str) -> str | None:
         ["archive", "--format=tar", commit, *([] if prefix == "." else ["--", prefix])], top
     )
     _out(done, f"git archive {commit[:12]}")
-    archive = os.path.join(tmp, "catalog.tar")
-    with open(archive, "wb") as f:
-        f.write(done.stdout)
     root = os.path.join(tmp, "tree")
-    os.mkdir(root)
-    with tarfile.open(archive) as tar:
-        tar.extractall(root, filter="data")
-    os.unlink(archive)
+    try:  # the guarded reader of every archive pivoter opens (links, depth, sizes, headers)
+        unpack_tar(io.BytesIO(done.stdout), Path(root), ARCHIVE_LIMITS, Compression.NONE)
+    except UnpackError as err:
+        raise ChangeError(f"git archive {commit[:12]}: {err}") from None
     return os.path.join(root, prefix)
 
 
