@@ -9,6 +9,10 @@ cd "$(dirname "$0")/.."
 hack/bootstrap.sh
 # shellcheck disable=SC1091
 source .venv/bin/activate
+# Let Python keep compiled modules (some machines set PYTHONDONTWRITEBYTECODE): otherwise every
+# process compiles what it imports again, and pytest rewrites every test module's asserts anew
+# (about 5 s of each test process's start).
+unset PYTHONDONTWRITEBYTECODE
 
 # Four workers on two cores: a fifth of the pure tests wait on purpose (deadlines, stalled
 # peers, floods), and the other workers use the cores meanwhile.
