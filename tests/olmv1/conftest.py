@@ -181,10 +181,12 @@ class Olm:
         self.kube.create(CLUSTER_CATALOGS, body)
         return name
 
-    def apply(self, manifest: str) -> dict[str, Any]:
-        """Create or replace an object from upstream-style YAML (variables substituted)."""
+    def apply(self, manifest: str, *, label: bool = True) -> dict[str, Any]:
+        """Create or replace an object from upstream-style YAML (variables substituted; with
+        ``label``, the session label that sweeps leftovers)."""
         body = yaml.safe_load(self.substitute(manifest))
-        body["metadata"].setdefault("labels", {}).update(session_labels())
+        if label:
+            body["metadata"].setdefault("labels", {}).update(session_labels())
         resource = self.kube.resource(body["apiVersion"], body["kind"])
         name = body["metadata"]["name"]
         if body["kind"] == "ClusterExtension" and name not in self.extensions:
