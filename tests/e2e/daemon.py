@@ -19,6 +19,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 
 from pivoter.kube import Kube, NotFound
@@ -51,12 +52,15 @@ class Daemon:
         store_dir: Path,
         log: Path,
         webhook: bool = True,
+        extra_args: Sequence[str] = (),
     ) -> None:
         self.kubeconfig = kubeconfig
         self.namespace = namespace
         self.store_dir = store_dir
         self.log = log
         self.webhook = webhook
+        self.extra_args = list(extra_args)
+        """More ``pivoter run`` flags (e.g. ``--olmv1=serve``)."""
         self.process: subprocess.Popen[bytes] | None = None
         self.metrics_port = self.health_port = self.content_port = self.webhook_port = 0
 
@@ -105,7 +109,7 @@ class Daemon:
                 "--webhook-url",
                 f"https://127.0.0.1:{self.webhook_port}",
             ]
-        return argv
+        return argv + self.extra_args
 
     def start(self, timeout: float = 60.0) -> None:
         """Start the daemon and wait until it is ready."""

@@ -140,7 +140,7 @@ def test_every_handler_is_named_and_importable() -> None:
 
 def test_the_surfaces_defaults_are_the_implementations() -> None:
     """The values the surfaces write out (to stay light) are the ones the code uses."""
-    from pivoter import daemon
+    from pivoter import daemon, olmv1
     from pivoter.observability.logs import LEVELS
     from resolver import profiles
     from resolver.channeltest.render import DEFAULT_MAX_NODES
@@ -150,5 +150,7 @@ def test_the_surfaces_defaults_are_the_implementations() -> None:
     assert run_surface.DEFAULT_NAMESPACE == daemon.DEFAULT_NAMESPACE
     assert run_surface.DEFAULT_LEASE == daemon.DEFAULT_LEASE
     assert run_surface.DEFAULT_STORE == daemon.DEFAULT_STORE
+    assert run_surface.DEFAULT_CATALOGD_ADDRESS == daemon.DEFAULT_CATALOGD_ADDRESS
+    assert run_surface.OLMV1_MODES == tuple(m.value for m in olmv1.Mode)
     assert run_surface.LOG_LEVELS == LEVELS
     assert catalog_surface.DEFAULT_MAX_NODES == DEFAULT_MAX_NODES
