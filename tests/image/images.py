@@ -89,11 +89,20 @@ def inspect(reference: str) -> dict[str, object]:
     return first
 
 
-def run(image: str, *args: str, entrypoint: str | None = None, timeout: float = 120.0) -> str:
+def run(
+    image: str,
+    *args: str,
+    entrypoint: str | None = None,
+    volumes: tuple[str, ...] = (),
+    timeout: float = 120.0,
+) -> str:
     """``podman run --rm`` of ``image`` with deploy/'s restrictions (read-only root, no
-    capabilities, no privilege escalation); stdout."""
-    flags = ["--rm", "--network", "host", "--read-only", "--cap-drop", "ALL"]
+    capabilities, no privilege escalation, a tmpfs ``/tmp``) and ``volumes`` (``HOST:CONTAINER``,
+    read-only); stdout."""
+    flags = ["--rm", "--network", "host", "--read-only", "--cap-drop", "ALL", "--tmpfs", "/tmp"]
     flags += ["--security-opt", "no-new-privileges"]
+    for volume in volumes:
+        flags += ["--volume", f"{volume}:ro"]
     if entrypoint is not None:
         flags += ["--entrypoint", entrypoint]
     return podman("run", *flags, image, *args, timeout=timeout)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -52,6 +53,24 @@ def test_pivoter_runs_from_the_image(built_image: BuiltImage) -> None:
 
 def test_helm_is_the_pinned_version(built_image: BuiltImage) -> None:
     assert run(built_image.tag, "version", "--short", entrypoint="helm").strip() == HELM_VERSION
+
+
+def test_helm_renders_a_chart_on_a_read_only_root(built_image: BuiltImage, tmp_path: Path) -> None:
+    chart = tmp_path / "chart"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: demo\nversion: 0.1.0\n")
+    (chart / "values.yaml").write_text("greeting: hello\n")
+    template = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: demo}\n"
+    (chart / "templates" / "cm.yaml").write_text(template + 'data: {g: "{{ .Values.greeting }}"}\n')
+    rendered = run(
+        built_image.tag,
+        "template",
+        "demo",
+        "/chart",
+        entrypoint="helm",
+        volumes=(f"{chart}:/chart",),
+    )
+    assert 'data: {g: "hello"}' in rendered
 
 
 def test_git_and_ssh_are_there_for_the_git_source(built_image: BuiltImage) -> None:
