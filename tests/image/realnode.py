@@ -138,7 +138,9 @@ def _run(*argv: str) -> None:
 
 
 def _network(api_port: int) -> list[list[str]]:
-    """Create the bridge and the DNAT rule; return the commands that undo them."""
+    """Create the bridge and the DNAT rule; return the commands that undo them. A bridge left by
+    a killed run is removed first (its name is this module's own)."""
+    subprocess.run(["ip", "link", "del", BRIDGE], capture_output=True, check=False)
     _run("ip", "link", "add", BRIDGE, "type", "bridge")
     _run("ip", "addr", "add", f"{GATEWAY}/24", "dev", BRIDGE)
     _run("ip", "link", "set", BRIDGE, "up")
