@@ -334,6 +334,11 @@ def paths(workdir: Path) -> Paths:
 
 
 @pytest.fixture(scope="module")
+def cases(paths: Paths) -> list[Case]:
+    return all_cases(paths)
+
+
+@pytest.fixture(scope="module")
 def runner(workdir: Path, paths: Paths) -> Runner:
     return Runner(workdir)
 
@@ -373,10 +378,7 @@ def test_every_value_flag_is_typed() -> None:
     assert not untyped, f"give these a converter from pivoter.cli.flags: {untyped}"
 
 
-def test_each_command_with_each_bad_flag_value_fails_in_one_line(
-    runner: Runner, paths: Paths
-) -> None:
-    cases = all_cases(paths)
+def test_the_walk_reaches_every_flag_the_hardening_named(cases: list[Case]) -> None:
     assert len(cases) > 300
     covered = {(c.command, c.flag) for c in cases}
     # Spot-check that the walk reached the flags the issue names.
@@ -393,35 +395,45 @@ def test_each_command_with_each_bad_flag_value_fails_in_one_line(
         ("history", "input"),
     ]:
         assert expected in covered
+
+
+# One test per command, so that pytest-xdist spreads the few hundred cases over its workers.
+@pytest.mark.parametrize("command", sorted(leaf_commands()))
+def test_each_command_with_each_bad_flag_value_fails_in_one_line(
+    runner: Runner, cases: list[Case], command: str
+) -> None:
+    mine = [case for case in cases if case.command == command]
     failures = []
-    for case in cases:
+    for case in mine:
         reply = runner.run(case.argv)
         problems = problems_with(reply)
         if problems:
             failures.append(f"pivoter {' '.join(case.argv)!r}: {'; '.join(problems)}")
-    assert not failures, f"{len(failures)} of {len(cases)} cases:\n" + "\n".join(failures)
+    assert not failures, f"{len(failures)} of {len(mine)} cases:\n" + "\n".join(failures)
 
 
-def test_fork_runner_answers_as_the_console_script(runner: Runner, paths: Paths) -> None:
+def test_every_command_has_a_hostile_case(cases: list[Case]) -> None:
+    assert {case.command for case in cases} == set(leaf_commands())
+
+
+@pytest.mark.parametrize("command", sorted(leaf_commands()))
+def test_fork_runner_answers_as_the_console_script(
+    runner: Runner, paths: Paths, cases: list[Case], command: str
+) -> None:
     """One real ``pivoter`` process per command, with its first hostile case: same outcome."""
-    seen: set[str] = set()
-    for case in all_cases(paths):
-        if case.command in seen:
-            continue
-        seen.add(case.command)
-        real = subprocess.run(
-            [sys.executable, "-m", "pivoter.cli.main", *case.argv],
-            capture_output=True,
-            text=True,
-            timeout=TIME_BOUND * 2,
-            env=_env(paths.root),
-            cwd=str(paths.root),
-            check=False,
-        )
-        forked = runner.run(case.argv)
-        assert (real.returncode, real.stderr) == (forked["code"], forked["stderr"]), case.argv
-        assert not problems_with(forked), case.argv
-    assert seen == set(leaf_commands())
+    case = next(case for case in cases if case.command == command)
+    real = subprocess.run(
+        [sys.executable, "-m", "pivoter.cli.main", *case.argv],
+        capture_output=True,
+        text=True,
+        timeout=TIME_BOUND * 2,
+        env=_env(paths.root),
+        cwd=str(paths.root),
+        check=False,
+    )
+    forked = runner.run(case.argv)
+    assert (real.returncode, real.stderr) == (forked["code"], forked["stderr"]), case.argv
+    assert not problems_with(forked), case.argv
 
 
 def test_fork_server_takes_the_environment_directory_and_stdin_as_a_process_does(
