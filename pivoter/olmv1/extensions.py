@@ -22,9 +22,11 @@ pivoter's additions are opt-in annotations, never a new meaning for an upstream 
 :data:`ANNOTATION_DEPENDENCIES` (``Install``: resolve with pivoter's solver, install the
 dependencies in the same group; default ``Refuse``, OLM v1's rule), :data:`ANNOTATION_APPROVAL`
 (``Manual``: publish a plan, pivot after ``pivoter approve``), :data:`ANNOTATION_AUTO_ROLLBACK`
-(``"true"``: a failed upgrade reverts the whole group), :data:`ANNOTATION_HISTORY_LIMIT`, and the
-annotations every input has (``pivoter.io/pinned-revision`` from ``pivoter rollback``,
-``pivoter.io/approved-revision``, ``pivoter.io/retry-now``). Pure functions.
+(``"true"``: a failed upgrade reverts the whole group), :data:`ANNOTATION_HISTORY_LIMIT`,
+:data:`ANNOTATION_ADOPT_EXISTING` (take over objects another owner applied: the migration from
+operator-controller), and the annotations every input has (``pivoter.io/pinned-revision`` from
+``pivoter rollback``, ``pivoter.io/approved-revision``, ``pivoter.io/retry-now``). Pure
+functions.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from resolver import profiles
 from resolver.rules.inputs import PackageRequest
 
 __all__ = [
+    "ANNOTATION_ADOPT_EXISTING",
     "ANNOTATION_APPROVAL",
     "ANNOTATION_AUTO_ROLLBACK",
     "ANNOTATION_DEPENDENCIES",
@@ -69,6 +72,9 @@ ANNOTATION_AUTO_ROLLBACK = "pivoter.io/auto-rollback"
 """``"true"``: a failed pivot reverts every bundle of the group to the last good revision."""
 ANNOTATION_HISTORY_LIMIT = "pivoter.io/history-limit"
 """How many ResolveSet revisions to keep (default 10, at least 1)."""
+ANNOTATION_ADOPT_EXISTING = "pivoter.io/adopt-existing"
+"""``"true"``: the children take over objects already on the cluster that another owner applied
+(the migration from operator-controller, whose Helm release owns them)."""
 
 OLMV1_PROFILE = "olmv1-filter"
 """OLM v1's bundle selection (resolver/profiles/olmv1_filter.py): what a ClusterExtension gets
@@ -174,5 +180,6 @@ def extension_spec(obj: Mapping[str, Any], settings: Settings | None = None) -> 
             config={"installNamespace": namespace} if namespace else {},
             primary_config=primary,
             preflight=preflight,
+            adopt_existing=str(annotations.get(ANNOTATION_ADOPT_EXISTING) or "").lower() == "true",
         ),
     )

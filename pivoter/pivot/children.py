@@ -77,13 +77,16 @@ FAILED_INSTALL_REASONS = frozenset(
 @dataclass(frozen=True, slots=True)
 class ChildSettings:
     """How an input wants its children installed beyond the bundle itself (a ClusterExtension's
-    install namespace, watch namespace and preflight): ``config`` goes to every child's
-    ``spec.config``, ``primary_config`` is merged into the input's own package's, and
-    ``preflight`` is every child's ``spec.preflight``."""
+    install namespace, watch namespace, preflight and adoption): ``config`` goes to every child's
+    ``spec.config``, ``primary_config`` is merged into the input's own package's, ``preflight``
+    is every child's ``spec.preflight``."""
 
     config: Mapping[str, Any] = field(default_factory=dict)
     primary_config: Mapping[str, Any] = field(default_factory=dict)
     preflight: Mapping[str, Any] | None = None
+    adopt_existing: bool = False
+    """Every child's ``spec.adoptExisting``: take over objects another owner (or none) applied,
+    e.g. what operator-controller installed before pivoter took over (docs/olm-v1.md)."""
 
     def config_for(self, primary: bool) -> dict[str, Any]:
         """The ``spec.config`` of a child (``primary``: of the input's own package)."""
@@ -154,6 +157,8 @@ def desired_child(
             spec["config"] = config
         if settings.preflight is not None:
             spec["preflight"] = dict(settings.preflight)
+        if settings.adopt_existing:
+            spec["adoptExisting"] = True
     if service_account:
         spec["serviceAccount"] = {
             "name": service_account["name"],

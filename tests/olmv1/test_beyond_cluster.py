@@ -141,8 +141,10 @@ def test_a_broken_upgrade_rolls_the_whole_group_back(olm: Olm) -> None:
         )
     )
     ce = olm.wait(
-        lambda o: (o["status"].get("pivot") or {}).get("phase") == "RolledBack"
-        and reports(o, "Progressing", "True", "Retrying"),
+        lambda o: (
+            (o["status"].get("pivot") or {}).get("phase") == "RolledBack"
+            and reports(o, "Progressing", "True", "Retrying")
+        ),
         what="the group rolled back",
         timeout=180,
     )
@@ -291,3 +293,33 @@ def test_uniqueness_across_extensions_resolutions_and_platform_operators(olm: Ol
 
         wait_for(gone, timeout=120, what="the Resolution to be deleted")
         olm.kube.delete(namespaces, f"{package}-system")
+
+
+def test_adopt_existing_takes_over_what_another_owner_applied(olm: Olm) -> None:
+    """The migration from operator-controller: its objects are already there, owned by its Helm
+    release. Without the annotation pivoter refuses them (recover.feature's conflict); with
+    ``pivoter.io/adopt-existing`` it takes them over in place (same uid)."""
+    olm.catalog("test", [Package("test", [Bundle("1.2.0")])])
+    configmaps = olm.kube.resource("v1", "ConfigMap")
+    name = f"test-configmap-{olm.scenario}-test"
+    existing = olm.kube.create(
+        configmaps,
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": name,
+                "namespace": olm.test_namespace,
+                "labels": {"olm.operatorframework.io/owner-kind": "ClusterExtension"},
+            },
+            "data": {"version": "from operator-controller"},
+        },
+        olm.test_namespace,
+    )
+    olm.apply(with_annotations(CE, **{"pivoter.io/adopt-existing": "true"}))
+    olm.bundle_installed("test.1.2.0", "1.2.0")
+    olm.rolled_out()
+    adopted = olm.kube.get(configmaps, name, olm.test_namespace)
+    assert adopted["metadata"]["uid"] == existing["metadata"]["uid"]
+    assert adopted["data"] == {"version": "1.2.0"}
+    assert _children(olm)["test"]["spec"]["adoptExisting"] is True
