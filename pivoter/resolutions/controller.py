@@ -73,6 +73,9 @@ def register(
 ) -> InputReconciler:
     """Register the controller of one input kind with every watch an input needs; return its
     reconciler. Shared by the Resolution and PlatformOperator controllers."""
+    revisions = manager.informer_for(
+        CONFIG_MAPS, namespace=store.namespace, label_selector=REVISIONS_SELECTOR
+    )
     engine = Engine(
         manager.kube,
         cache,
@@ -80,6 +83,7 @@ def register(
         preparer=preparer,
         metrics=InputMetrics.of(manager.metrics.registry),
         children_cache=manager.informer_for(BUNDLE_DEPLOYMENTS).store.list,
+        revisions_cache=revisions.store.get,
     )
     reconciler = InputReconciler(manager.kube, engine, kind, recorder=recorder)
     controller = manager.controller(name, reconciler.reconcile, workers=workers)
@@ -99,9 +103,6 @@ def register(
     controller.watch(manager.informer_for(BUNDLES), children_of(kind_name))
     # A ResolveSet revision deleted or re-created by hand: its input verifies its active
     # revision at once (every pass does), not at the next poll.
-    revisions = manager.informer_for(
-        CONFIG_MAPS, namespace=store.namespace, label_selector=REVISIONS_SELECTOR
-    )
     controller.watch(revisions, lambda cm: input_names(cm, kind_name))
 
     def catalog_changed(_: CatalogChange) -> None:

@@ -150,6 +150,9 @@ class Engine:
     children_cache: held.ChildrenSource | None = None
     """The daemon's shared BundleDeployment cache, where the other inputs' children are read
     (None: listed from the API server on every pass)."""
+    revisions_cache: held.CachedObject | None = None
+    """The daemon's shared cache of ResolveSet revision ConfigMaps, where the other inputs'
+    pivot targets are read (None: from the API server on every pass)."""
 
     def reconcile(
         self,
@@ -658,7 +661,9 @@ class Engine:
             sources = catalog_selection.gather(
                 self.kube, self.cache, spec.catalog_selector, kind=spec.catalog_kind
             )
-            peers = held.with_pivot_targets(peers, self.kube, self.store, spec.ref)
+            peers = held.with_pivot_targets(
+                peers, self.kube, self.store, spec.ref, self.revisions_cache
+            )
             holdings = held.described(peers.held(exclude=own), self.cache)
             selection = resolve(
                 sources, spec.requests, installed, held=holdings, profile=spec.profile

@@ -12,9 +12,12 @@ cheapest first:
   package until it is gone (its uninstall would remove what a second copy installed). A child
   created a moment ago and not in the cache yet belongs to a pivot in progress, whose target
   (below, read from the API server) holds the same package;
-* for an input with a pivot in progress, the ResolveSet of its target revision (one read per
-  pivoting input; found by listing the input kinds): the target is what it is moving to, and its
-  new dependencies are held before they are applied.
+* for an input with a pivot in progress, the ResolveSet of its target revision (found by
+  listing the input kinds): the target is what it is moving to, and its new dependencies are
+  held before they are applied. A revision is immutable once written, so its ConfigMap is read
+  from the daemon's shared cache of revision ConfigMaps (a GET of every pivoting input's target
+  per pass made n inputs pivoting at once cost n² reads), and from the API server only when the
+  cache does not hold it yet.
 
 Reading the holdings, resolving against them and recording the pivot that claims the result
 happen under :data:`CLAIMS`, one input at a time in the daemon (only the leader reconciles), so
@@ -48,13 +51,14 @@ from pivoter.pivot import (
 )
 from pivoter.pivot.naming import LABEL_MANAGED_BY
 from pivoter.resolutions.record import Record
-from pivoter.resolvesets import InputRef, RevisionStore
+from pivoter.resolvesets import InputRef, Revision, RevisionStore, decode, revision_name
 from resolver.resolveset import ResolveSetError
 from resolver.rules.inputs import Held, SharedChoice
 
 __all__ = [
     "CLAIMS",
     "INPUT_KINDS",
+    "CachedObject",
     "ChildrenSource",
     "Holding",
     "Peers",
@@ -81,6 +85,11 @@ INPUT_KINDS = (
 ChildrenSource = Callable[[], Iterable[Mapping[str, Any]]]
 """The BundleDeployments of the cluster as a shared cache holds them (e.g. an informer store's
 ``list``)."""
+
+
+CachedObject = Callable[[str], Mapping[str, Any] | None]
+"""An object of a shared cache by its key (``namespace/name``), or None (an informer store's
+``get``)."""
 
 
 def holder_text(owner: str) -> str:
@@ -208,10 +217,30 @@ def _managed(bd: Mapping[str, Any]) -> bool:
     return labels.get(LABEL_MANAGED_BY) == "pivoter"
 
 
-def with_pivot_targets(peers: Peers, kube: Kube, store: RevisionStore, ref: InputRef) -> Peers:
-    """``peers`` plus the target bundles of every other input with a pivot in progress."""
-    extra = [h for entries in _pivot_targets(kube, store, str(ref)).values() for h in entries]
+def with_pivot_targets(
+    peers: Peers,
+    kube: Kube,
+    store: RevisionStore,
+    ref: InputRef,
+    revisions: CachedObject | None = None,
+) -> Peers:
+    """``peers`` plus the target bundles of every other input with a pivot in progress (their
+    revision ConfigMaps from ``revisions``, the shared cache, when it holds them)."""
+    targets = _pivot_targets(kube, store, str(ref), revisions)
+    extra = [h for entries in targets.values() for h in entries]
     return Peers(peers.holdings + tuple(extra)) if extra else peers
+
+
+def _revision(
+    store: RevisionStore, ref: InputRef, number: int, cached: CachedObject | None
+) -> Revision | None:
+    """Revision ``number`` of ``ref``: from the cache when it holds it, else from the store."""
+    if cached is not None:
+        config_map = cached(f"{store.namespace}/{revision_name(ref, number)}")
+        revision = decode(config_map) if config_map is not None else None
+        if revision is not None and revision.input == ref and revision.number == number:
+            return revision
+    return store.get(ref, number)
 
 
 def _from_child(bd: Mapping[str, Any]) -> Holding | None:
@@ -232,7 +261,9 @@ def _from_child(bd: Mapping[str, Any]) -> Holding | None:
     )
 
 
-def _pivot_targets(kube: Kube, store: RevisionStore, me: str) -> dict[str, list[Holding]]:
+def _pivot_targets(
+    kube: Kube, store: RevisionStore, me: str, cached: CachedObject | None = None
+) -> dict[str, list[Holding]]:
     """The target bundles of every other input with a pivot in progress, by input."""
     targets: dict[str, list[Holding]] = {}
     for resource in INPUT_KINDS:
@@ -248,7 +279,7 @@ def _pivot_targets(kube: Kube, store: RevisionStore, me: str) -> dict[str, list[
                 continue
             # Rolling back, the input moves to the previous revision.
             number = pivot.previous if pivot.phase is Phase.ROLLING_BACK else pivot.revision
-            revision = store.get(ref, number) if number is not None else None
+            revision = _revision(store, ref, number, cached) if number is not None else None
             if revision is None or not revision.intact:
                 continue
             try:

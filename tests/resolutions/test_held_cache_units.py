@@ -1,14 +1,18 @@
 """Joint resolution reads the other inputs' children from the daemon's shared BundleDeployment
-cache: no list from the API server per pass (one per pass made a catalog change cost n² objects
-for n inputs, docs/benchmarks/daemon-scale.md), and the same holdings as the list gave."""
+cache (no list from the API server per pass: one per pass made a catalog change cost n² objects
+for n inputs, docs/benchmarks/daemon-scale.md) and the pivot targets of the other inputs from
+the shared cache of revision ConfigMaps (no GET of each per pass), with the same holdings as
+the API server gave."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pivoter.kube import Kube
-from pivoter.resolutions.held import Holding, observe
-from pivoter.resolvesets import InputRef
+from pivoter.kube import Kube, NotFound, Resource
+from pivoter.resolutions.held import Holding, Peers, observe, with_pivot_targets
+from pivoter.resolvesets import InputRef, Revision, RevisionStore, decode, revision_name
+from pivoter.resolvesets.document import encode
+from resolver.resolveset import Entry, ResolveSet
 
 
 class NoAPI(Kube):
@@ -47,3 +51,49 @@ def test_the_children_of_other_inputs_come_from_the_cache_without_a_request() ->
     assert peers.holdings == (Holding("Resolution/b", "db", "db.v1.0.0", "1.0.0", child="b-db"),)
     assert "already managed by Resolution/b" in peers.conflict(["db"])
     assert peers.conflict(["web"]) == ""  # its own child is no conflict
+
+
+# -- the pivot targets of the other inputs ------------------------------------------------------
+
+SYSTEM = "pivoter-system"
+TARGET = ResolveSet(
+    entries=(Entry("db", "2.0.0", "db.v2.0.0", "stable", "main", "r/db:2", "core-rukpak-io-plain"),)
+)
+
+
+class Inputs(NoAPI):
+    """Lists one Resolution, ``b``, pivoting to revision 2; nothing else."""
+
+    def list(self, resource: Resource, *args: Any, **kwargs: Any) -> Any:
+        if resource.kind != "Resolution":
+            raise NotFound(404, "NotFound", "no PlatformOperators here")
+        b = {"metadata": {"name": "b"}, "status": {"pivot": {"phase": "Applying", "revision": 2}}}
+        return [b], "1"
+
+
+class Store(RevisionStore):
+    """A revision store that counts its reads (each would be a GET)."""
+
+    def __init__(self) -> None:
+        super().__init__(NoAPI(), SYSTEM)
+        self.reads: list[tuple[str, int]] = []
+
+    def get(self, ref: InputRef, number: int) -> Revision | None:
+        self.reads.append((str(ref), number))
+        return decode(encode(ref, number, TARGET, SYSTEM))
+
+
+def test_pivot_targets_are_read_from_the_cache_of_revisions_when_it_holds_them() -> None:
+    store = Store()
+    cached = {
+        f"{SYSTEM}/{revision_name(InputRef('Resolution', 'b'), 2)}": encode(
+            InputRef("Resolution", "b"), 2, TARGET, SYSTEM
+        )
+    }
+    peers = with_pivot_targets(Peers(()), Inputs(), store, InputRef("Resolution", "a"), cached.get)
+    assert peers.holdings == (Holding("Resolution/b", "db", "db.v2.0.0", "2.0.0"),)
+    assert store.reads == []
+    # Not in the cache yet (written a moment ago): read from the API server.
+    peers = with_pivot_targets(Peers(()), Inputs(), store, InputRef("Resolution", "a"), {}.get)
+    assert peers.holdings == (Holding("Resolution/b", "db", "db.v2.0.0", "2.0.0"),)
+    assert store.reads == [("Resolution/b", 2)]
