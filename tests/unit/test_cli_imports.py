@@ -151,6 +151,6 @@ def test_the_surfaces_defaults_are_the_implementations() -> None:
     assert run_surface.DEFAULT_LEASE == daemon.DEFAULT_LEASE
     assert run_surface.DEFAULT_STORE == daemon.DEFAULT_STORE
     assert run_surface.DEFAULT_CATALOGD_ADDRESS == daemon.DEFAULT_CATALOGD_ADDRESS
-    assert run_surface.OLMV1_MODES == tuple(m.value for m in olmv1.Mode)
+    assert tuple(m.value for m in olmv1.Mode) == run_surface.OLMV1_MODES
     assert run_surface.LOG_LEVELS == LEVELS
     assert catalog_surface.DEFAULT_MAX_NODES == DEFAULT_MAX_NODES
