@@ -23,7 +23,7 @@ from pivoter import catalogs, olmv1, platformoperators, resolutions, resolvesets
 from pivoter.catalogs import CLUSTER_CATALOGS, SourceSettings
 from pivoter.controllers import provisioning
 from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS
-from pivoter.kube import Kube, NotFound, Resource, load_client
+from pivoter.kube import Conflict, Kube, NotFound, Resource, load_client
 from pivoter.kube.identities import Identities
 from pivoter.olmv1 import CLUSTER_EXTENSIONS
 from pivoter.pivot import Preparer, keep_on_delete
@@ -191,17 +191,24 @@ class Olm:
         name = body["metadata"]["name"]
         if body["kind"] == "ClusterExtension" and name not in self.extensions:
             self.extensions.append(name)
-        try:
-            current = self.kube.get(resource, name, body["metadata"].get("namespace"))
-        except NotFound:
-            return self.kube.create(resource, body, body["metadata"].get("namespace"))
-        body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
-        body["metadata"]["annotations"] = {
-            **(current["metadata"].get("annotations") or {}),
-            **(body["metadata"].get("annotations") or {}),
-        }
-        body["metadata"]["finalizers"] = current["metadata"].get("finalizers")
-        return self.kube.replace(resource, body, body["metadata"].get("namespace"))
+        namespace = body["metadata"].get("namespace")
+        for attempt in range(5):  # a controller may write the object in between: read again
+            try:
+                current = self.kube.get(resource, name, namespace)
+            except NotFound:
+                return self.kube.create(resource, body, namespace)
+            body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+            body["metadata"]["annotations"] = {
+                **(current["metadata"].get("annotations") or {}),
+                **(body["metadata"].get("annotations") or {}),
+            }
+            body["metadata"]["finalizers"] = current["metadata"].get("finalizers")
+            try:
+                return self.kube.replace(resource, body, namespace)
+            except Conflict:
+                if attempt == 4:
+                    raise
+        raise AssertionError("unreachable")
 
     def get(self, name: str = "", resource: Resource = CLUSTER_EXTENSIONS) -> dict[str, Any]:
         """The object as stored (default: the scenario's ClusterExtension)."""
