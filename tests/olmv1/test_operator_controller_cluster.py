@@ -1,6 +1,6 @@
 """The real operator-controller and pivoter on the same ClusterExtensions and catalog, compared.
 
-operator-controller (built from its Go module by ``hack/tools/operator-controller.sh``) runs out of
+operator-controller (built from its Go module by ``hack/tools/optional/operator-controller.sh``) runs out of
 the cluster against the local control plane, with pivoter as its catalogd: pivoter's ClusterCatalog
 controller unpacks the catalog image and serves it at ``status.urls.base``, which
 operator-controller's own catalog client reads (over plain http). Bundle images come from the
@@ -74,8 +74,10 @@ CONDITIONS = (
 class OperatorController:
     """One operator-controller process, out of the cluster."""
 
-    def __init__(self, kubeconfig: Path, namespace: str, registry: Registry, workdir: Path) -> None:
-        self.binary = tools.tool("operator-controller", "hack/tools/operator-controller.sh")
+    def __init__(
+        self, binary: Path, kubeconfig: Path, namespace: str, registry: Registry, workdir: Path
+    ) -> None:
+        self.binary = binary
         self.kubeconfig = kubeconfig
         self.namespace = namespace
         self.workdir = workdir
@@ -257,8 +259,29 @@ def _pivoter_objects(olm: Olm, name: str) -> dict[str, str]:
     return {"core.rukpak.io/owner-kind": "BundleDeployment", "core.rukpak.io/owner-name": child}
 
 
+@pytest.fixture
+def operator_controller() -> Path:
+    """The operator-controller binary. It is an optional tool: CI's module proxy refuses its
+    dependency pkg.package-operator.run/boxcutter (403) and neither that vanity domain nor GitHub
+    resolves there, so CI cannot build it; the test is then skipped with this reason (reported by
+    ``-ra``), and runs wherever ``hack/tools.sh optional/operator-controller`` could install it."""
+    binary = tools.TOOLS_DIR / "operator-controller"
+    if not binary.is_file():
+        pytest.skip(
+            "operator-controller is not installed (optional: its dependency "
+            "pkg.package-operator.run/boxcutter is refused by CI's module proxy); install with "
+            "OPERATOR_CONTROLLER_BOXCUTTER_DIR=<boxcutter checkout> hack/tools.sh "
+            "optional/operator-controller"
+        )
+    return binary
+
+
 def test_operator_controller_and_pivoter_agree(
-    catalogd: Olm, cluster: TestCluster, namespace: str, tmp_path: Path
+    catalogd: Olm,
+    cluster: TestCluster,
+    namespace: str,
+    tmp_path: Path,
+    operator_controller: Path,
 ) -> None:
     olm = catalogd
     olm.catalog(
@@ -290,7 +313,9 @@ def test_operator_controller_and_pivoter_agree(
             "metadata": {"name": system, "labels": session_labels()},
         },
     )
-    upstream = OperatorController(cluster.kubeconfig, system, olm.registry, tmp_path)
+    upstream = OperatorController(
+        operator_controller, cluster.kubeconfig, system, olm.registry, tmp_path
+    )
     report: dict[str, Any] = {}
     extensions: Manager | None = None
     try:

@@ -1,4 +1,8 @@
 #!/usr/bin/env bash
+# Optional (not in `hack/tools.sh`'s default set; install with
+# `hack/tools.sh optional/operator-controller`): CI's module proxy refuses one of its dependencies
+# (below), so CI cannot build it.
+#
 # Installs operator-controller (OLM v1), the referee of tests/olmv1/test_operator_controller_cluster.py:
 # run out of the cluster against the local control plane, it handles the same ClusterExtensions
 # as pivoter, whose catalogd API it reads. Built from its module at the pinned version, without the
@@ -11,7 +15,7 @@
 # github.com/package-operator/boxcutter at the version operator-controller's go.mod names) or
 # cloned from GitHub.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../../.."
 # shellcheck source=hack/lib.sh
 source hack/lib.sh
 
