@@ -1,8 +1,8 @@
 """The real operator-controller and pivoter on the same ClusterExtensions and catalog, compared.
 
-operator-controller (built from its Go module by ``hack/tools/optional/operator-controller.sh``) runs out of
-the cluster against the local control plane, with pivoter as its catalogd: pivoter's ClusterCatalog
-controller unpacks the catalog image and serves it at ``status.urls.base``, which
+operator-controller (built from its Go module by ``hack/tools/optional/operator-controller.sh``)
+runs out of the cluster against the local control plane, with pivoter as its catalogd: pivoter's
+ClusterCatalog controller unpacks the catalog image and serves it at ``status.urls.base``, which
 operator-controller's own catalog client reads (over plain http). Bundle images come from the
 local registry (``registries.conf`` marks it insecure).
 
