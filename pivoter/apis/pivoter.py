@@ -180,6 +180,11 @@ def resolution_crd() -> Schema:
                 enum=["CatalogProvided", "SelfCertified"],
                 default="CatalogProvided",
             ),
+            "config": free_form(
+                "The provisioner configuration of this package's BundleDeployment, e.g. for "
+                "registry+v1 targetNamespaces, watchNamespace and deploymentConfig "
+                "(docs/registry-v1.md)."
+            ),
         },
         required=["name"],
     )
@@ -211,6 +216,10 @@ def resolution_crd() -> Schema:
                 "`pivoter rollback`, cleared by `pivoter unpin`)."
             ),
             "paused": boolean("Resolve and plan, but do not pivot."),
+            "adoptExisting": boolean(
+                "Let the BundleDeployments take over objects that another owner (or none) "
+                "applied, e.g. what OLM v0 installed before `pivoter adopt` (default false)."
+            ),
             "autoRollback": boolean(
                 "Revert the whole group to the last successful revision when a pivot fails "
                 "(default true).",

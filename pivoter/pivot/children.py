@@ -88,9 +88,17 @@ class ChildSettings:
     """Every child's ``spec.adoptExisting``: take over objects another owner (or none) applied,
     e.g. what operator-controller installed before pivoter took over (docs/olm-v1.md)."""
 
-    def config_for(self, primary: bool) -> dict[str, Any]:
+    package_config: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """Per package: merged into that package's child's ``spec.config`` (a Resolution's
+    ``spec.packages[].config``)."""
+
+    def config_for(self, primary: bool, package: str = "") -> dict[str, Any]:
         """The ``spec.config`` of a child (``primary``: of the input's own package)."""
-        return {**self.config, **(self.primary_config if primary else {})}
+        return {
+            **self.config,
+            **(self.primary_config if primary else {}),
+            **self.package_config.get(package, {}),
+        }
 
 
 class UninstallableBundle(ValueError):
@@ -152,7 +160,7 @@ def desired_child(
         },
     }
     if settings is not None:
-        config = settings.config_for(primary)
+        config = settings.config_for(primary, entry.package)
         if config:
             spec["config"] = config
         if settings.preflight is not None:

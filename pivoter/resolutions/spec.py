@@ -96,6 +96,17 @@ def from_resolution(obj: Mapping[str, Any]) -> InputSpec:
         )
         for p in spec.get("packages") or []
     )
+    package_config = {
+        str(p["name"]): dict(p["config"])
+        for p in spec.get("packages") or []
+        if isinstance(p.get("config"), Mapping) and p["config"]
+    }
+    namespace = str(spec.get("installNamespace") or "")
+    settings = ChildSettings(
+        config={"installNamespace": namespace} if namespace else {},
+        adopt_existing=spec.get("adoptExisting") is True,
+        package_config=package_config,
+    )
     approved = str(annotations.get(ANNOTATION_APPROVED_REVISION) or "")
     if not approved and spec.get("approvedRevision"):
         approved = str(spec["approvedRevision"])
@@ -115,4 +126,5 @@ def from_resolution(obj: Mapping[str, Any]) -> InputSpec:
         approved=approved,
         retry_token=str(annotations.get(ANNOTATION_RETRY) or ""),
         generation=int(metadata.get("generation") or 0),
+        child_settings=settings if settings != ChildSettings() else None,
     )

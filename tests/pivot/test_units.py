@@ -170,6 +170,35 @@ def test_resolution_spec_reads_packages_and_approval() -> None:
     assert spec.generation == 4
 
 
+def test_resolution_spec_reads_install_namespace_package_config_and_adoption() -> None:
+    spec = from_resolution(
+        {
+            "metadata": {"name": "web"},
+            "spec": {
+                "packages": [
+                    {"name": "db", "config": {"targetNamespaces": ["team-a"]}},
+                    {"name": "cache"},
+                ],
+                "installNamespace": "ops",
+                "adoptExisting": True,
+            },
+        }
+    )
+    ref = InputRef("Resolution", "web")
+    owner = {"apiVersion": "pivoter.io/v1alpha1", "metadata": {"uid": "u"}}
+    db = desired_child(
+        ref, _entry("db", "1.0.0"), revision=1, owner=owner, settings=spec.child_settings
+    )
+    cache = desired_child(
+        ref, _entry("cache", "1.0.0"), revision=1, owner=owner, settings=spec.child_settings
+    )
+    assert db["spec"]["config"] == {"installNamespace": "ops", "targetNamespaces": ["team-a"]}
+    assert cache["spec"]["config"] == {"installNamespace": "ops"}
+    assert db["spec"]["adoptExisting"] is True
+    plain = from_resolution({"metadata": {"name": "x"}, "spec": {"packages": [{"name": "db"}]}})
+    assert plain.child_settings is None
+
+
 # ----------------------------------------------------------------------------- plans, selectors
 
 
