@@ -13,7 +13,7 @@ ConfigMaps (one deleted by hand is noticed at once), and Catalogs whose
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pivoter.apis import pivoter as api
@@ -60,6 +60,23 @@ def children_of(kind: str) -> Any:
     return mapper
 
 
+def _cached_inputs(manager: Manager) -> Callable[[Resource], list[Object] | None]:
+    """The objects of an input kind from the manager's informer of all of them (None when the
+    daemon has none: that kind is not served or has no controller here)."""
+
+    def cached(resource: Resource) -> list[Object] | None:
+        for informer in manager.informers:
+            same = (informer.resource.api_version, informer.resource.kind) == (
+                resource.api_version,
+                resource.kind,
+            )
+            if same and not informer.namespace and not informer.label_selector:
+                return informer.store.list()
+        return None
+
+    return cached
+
+
 def register(
     manager: Manager,
     kind: Kind,
@@ -84,6 +101,7 @@ def register(
         metrics=InputMetrics.of(manager.metrics.registry),
         children_cache=manager.informer_for(BUNDLE_DEPLOYMENTS).store.list,
         revisions_cache=revisions.store.get,
+        inputs_cache=_cached_inputs(manager),
     )
     reconciler = InputReconciler(manager.kube, engine, kind, recorder=recorder)
     controller = manager.controller(name, reconciler.reconcile, workers=workers)

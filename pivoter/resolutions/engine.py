@@ -153,6 +153,9 @@ class Engine:
     revisions_cache: held.CachedObject | None = None
     """The daemon's shared cache of ResolveSet revision ConfigMaps, where the other inputs'
     pivot targets are read (None: from the API server on every pass)."""
+    inputs_cache: held.InputsSource | None = None
+    """The daemon's shared caches of the input kinds, where the other inputs' pivots in
+    progress are found (None: listed from the API server on every pass)."""
 
     def reconcile(
         self,
@@ -406,6 +409,9 @@ class Engine:
         record.requested = tuple(p.spec.packages)
         record.recreating = recreate
         p.persist(record)
+        # Under the claims lock: the next input to resolve holds this target even before the
+        # input cache shows the record just written.
+        held.LEDGER.started(p.spec.ref, number)
         p.out.events.append(
             ("Normal", "PivotStarted", f"pivoting to revision {number}: {summary(plan)}")
         )
@@ -662,7 +668,12 @@ class Engine:
                 self.kube, self.cache, spec.catalog_selector, kind=spec.catalog_kind
             )
             peers = held.with_pivot_targets(
-                peers, self.kube, self.store, spec.ref, self.revisions_cache
+                peers,
+                self.kube,
+                self.store,
+                spec.ref,
+                revisions=self.revisions_cache,
+                inputs=self.inputs_cache,
             )
             holdings = held.described(peers.held(exclude=own), self.cache)
             selection = resolve(

@@ -12,12 +12,11 @@ cheapest first:
   package until it is gone (its uninstall would remove what a second copy installed). A child
   created a moment ago and not in the cache yet belongs to a pivot in progress, whose target
   (below, read from the API server) holds the same package;
-* for an input with a pivot in progress, the ResolveSet of its target revision (found by
-  listing the input kinds): the target is what it is moving to, and its new dependencies are
-  held before they are applied. A revision is immutable once written, so its ConfigMap is read
-  from the daemon's shared cache of revision ConfigMaps (a GET of every pivoting input's target
-  per pass made n inputs pivoting at once cost n² reads), and from the API server only when the
-  cache does not hold it yet.
+* for an input with a pivot in progress, the ResolveSet of its target revision: the target is
+  what it is moving to, and its new dependencies are held before they are applied. The inputs
+  and their revisions are read from the daemon's shared caches
+  (:mod:`pivoter.resolutions.targets`, which also says why a pivot started a moment ago still
+  counts before the cache shows it).
 
 Reading the holdings, resolving against them and recording the pivot that claims the result
 happen under :data:`CLAIMS`, one input at a time in the daemon (only the leader reconciles), so
@@ -30,7 +29,6 @@ and the resolver matches them against the catalogs the resolving input selects.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -41,26 +39,26 @@ from pivoter.apis import pivoter as api
 from pivoter.apis import platform
 from pivoter.catalogs import CatalogCache
 from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS
-from pivoter.kube import Kube, NotFound, Resource
+from pivoter.kube import Kube, Resource
 from pivoter.pivot import (
     ANNOTATION_BUNDLE,
     ANNOTATION_INPUT,
     ANNOTATION_PACKAGE,
     ANNOTATION_VERSION,
-    Phase,
 )
 from pivoter.pivot.naming import LABEL_MANAGED_BY
-from pivoter.resolutions.record import Record
-from pivoter.resolvesets import InputRef, Revision, RevisionStore, decode, revision_name
-from resolver.resolveset import ResolveSetError
+from pivoter.resolutions.targets import CachedObject, InputsSource, Ledger, pivot_targets
+from pivoter.resolvesets import InputRef, RevisionStore
 from resolver.rules.inputs import Held, SharedChoice
 
 __all__ = [
     "CLAIMS",
     "INPUT_KINDS",
+    "LEDGER",
     "CachedObject",
     "ChildrenSource",
     "Holding",
+    "InputsSource",
     "Peers",
     "SharedDependency",
     "described",
@@ -87,9 +85,9 @@ ChildrenSource = Callable[[], Iterable[Mapping[str, Any]]]
 ``list``)."""
 
 
-CachedObject = Callable[[str], Mapping[str, Any] | None]
-"""An object of a shared cache by its key (``namespace/name``), or None (an informer store's
-``get``)."""
+LEDGER = Ledger()
+"""The pivots this daemon started that the input caches may not show yet (written under
+:data:`CLAIMS` when a pivot's record is persisted)."""
 
 
 def holder_text(owner: str) -> str:
@@ -222,25 +220,22 @@ def with_pivot_targets(
     kube: Kube,
     store: RevisionStore,
     ref: InputRef,
+    *,
     revisions: CachedObject | None = None,
+    inputs: InputsSource | None = None,
 ) -> Peers:
-    """``peers`` plus the target bundles of every other input with a pivot in progress (their
-    revision ConfigMaps from ``revisions``, the shared cache, when it holds them)."""
-    targets = _pivot_targets(kube, store, str(ref), revisions)
-    extra = [h for entries in targets.values() for h in entries]
+    """``peers`` plus the target bundles of every other input with a pivot in progress: the
+    inputs from ``inputs`` and their revision ConfigMaps from ``revisions`` (the shared caches;
+    None: from the API server)."""
+    found = pivot_targets(
+        kube, store, str(ref), INPUT_KINDS, inputs=inputs, revisions=revisions, ledger=LEDGER
+    )
+    extra = [
+        Holding(owner, package, bundle, version)
+        for owner, entries in found.items()
+        for package, bundle, version in entries
+    ]
     return Peers(peers.holdings + tuple(extra)) if extra else peers
-
-
-def _revision(
-    store: RevisionStore, ref: InputRef, number: int, cached: CachedObject | None
-) -> Revision | None:
-    """Revision ``number`` of ``ref``: from the cache when it holds it, else from the store."""
-    if cached is not None:
-        config_map = cached(f"{store.namespace}/{revision_name(ref, number)}")
-        revision = decode(config_map) if config_map is not None else None
-        if revision is not None and revision.input == ref and revision.number == number:
-            return revision
-    return store.get(ref, number)
 
 
 def _from_child(bd: Mapping[str, Any]) -> Holding | None:
@@ -259,38 +254,6 @@ def _from_child(bd: Mapping[str, Any]) -> Holding | None:
         child=str(metadata.get("name") or ""),
         deleting=bool(metadata.get("deletionTimestamp")),
     )
-
-
-def _pivot_targets(
-    kube: Kube, store: RevisionStore, me: str, cached: CachedObject | None = None
-) -> dict[str, list[Holding]]:
-    """The target bundles of every other input with a pivot in progress, by input."""
-    targets: dict[str, list[Holding]] = {}
-    for resource in INPUT_KINDS:
-        items: list[dict[str, Any]] = []
-        with contextlib.suppress(NotFound):  # the kind's CRD is not installed
-            items, _ = kube.list(resource)
-        for obj in items:
-            ref = InputRef(resource.kind, str(obj["metadata"]["name"]))
-            if str(ref) == me or obj["metadata"].get("deletionTimestamp"):
-                continue
-            pivot = Record.from_status(obj.get("status")).pivot
-            if pivot is None or pivot.phase.terminal:
-                continue
-            # Rolling back, the input moves to the previous revision.
-            number = pivot.previous if pivot.phase is Phase.ROLLING_BACK else pivot.revision
-            revision = _revision(store, ref, number, cached) if number is not None else None
-            if revision is None or not revision.intact:
-                continue
-            try:
-                document = revision.resolveset()
-            except ResolveSetError:
-                log.warning("%s: revision %s is unreadable", ref, number)
-                continue
-            targets[str(ref)] = [
-                Holding(str(ref), e.package, e.bundle, e.version) for e in document.entries
-            ]
-    return targets
 
 
 def described(helds: Iterable[Held], cache: CatalogCache) -> list[Held]:

@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from pivoter.kube import Kube, NotFound, Resource
-from pivoter.resolutions.held import Holding, Peers, observe, with_pivot_targets
+from pivoter.resolutions.held import INPUT_KINDS, Holding, Peers, observe, with_pivot_targets
+from pivoter.resolutions.targets import Ledger, pivot_targets
 from pivoter.resolvesets import InputRef, Revision, RevisionStore, decode, revision_name
 from pivoter.resolvesets.document import encode
 from resolver.resolveset import Entry, ResolveSet
@@ -56,6 +57,7 @@ def test_the_children_of_other_inputs_come_from_the_cache_without_a_request() ->
 # -- the pivot targets of the other inputs ------------------------------------------------------
 
 SYSTEM = "pivoter-system"
+RESOLUTIONS = INPUT_KINDS[0]
 TARGET = ResolveSet(
     entries=(Entry("db", "2.0.0", "db.v2.0.0", "stable", "main", "r/db:2", "core-rukpak-io-plain"),)
 )
@@ -90,10 +92,49 @@ def test_pivot_targets_are_read_from_the_cache_of_revisions_when_it_holds_them()
             InputRef("Resolution", "b"), 2, TARGET, SYSTEM
         )
     }
-    peers = with_pivot_targets(Peers(()), Inputs(), store, InputRef("Resolution", "a"), cached.get)
+    peers = with_pivot_targets(
+        Peers(()), Inputs(), store, InputRef("Resolution", "a"), revisions=cached.get
+    )
     assert peers.holdings == (Holding("Resolution/b", "db", "db.v2.0.0", "2.0.0"),)
     assert store.reads == []
     # Not in the cache yet (written a moment ago): read from the API server.
-    peers = with_pivot_targets(Peers(()), Inputs(), store, InputRef("Resolution", "a"), {}.get)
+    peers = with_pivot_targets(
+        Peers(()), Inputs(), store, InputRef("Resolution", "a"), revisions={}.get
+    )
     assert peers.holdings == (Holding("Resolution/b", "db", "db.v2.0.0", "2.0.0"),)
     assert store.reads == [("Resolution/b", 2)]
+
+
+def _input(name: str, pivot: dict[str, Any] | None) -> dict[str, Any]:
+    return {"metadata": {"name": name}, "status": {"pivot": pivot} if pivot else {}}
+
+
+def test_pivots_in_progress_are_found_in_the_input_cache_and_the_ledger_covers_its_lag() -> None:
+    b = InputRef("Resolution", "b")
+    revision = encode(b, 2, TARGET, SYSTEM)
+    revision["metadata"]["resourceVersion"] = "7"
+    revisions = {f"{SYSTEM}/{revision_name(b, 2)}": revision}
+    cache: dict[str, list[dict[str, Any]]] = {"Resolution": [_input("b", None)]}
+    ledger = Ledger()
+
+    def targets() -> Any:
+        return pivot_targets(
+            NoAPI(),  # neither the inputs nor the revisions are read from the API server
+            Store(),
+            "Resolution/a",
+            [RESOLUTIONS],
+            inputs=lambda resource: cache.get(resource.kind),
+            revisions=revisions.get,
+            ledger=ledger,
+        )
+
+    assert targets() == {}  # nothing pivots
+    # b persisted the start of its pivot to revision 2; the cache does not show it yet.
+    ledger.started(b, 2)
+    assert targets() == {"Resolution/b": [("db", "db.v2.0.0", "2.0.0")]}
+    # The cache caught up: the record there counts, and the ledger forgets b.
+    cache["Resolution"] = [_input("b", {"phase": "Waiting", "revision": 2})]
+    assert targets() == {"Resolution/b": [("db", "db.v2.0.0", "2.0.0")]}
+    cache["Resolution"] = [_input("b", {"phase": "Succeeded", "revision": 2})]
+    assert targets() == {}
+    assert ledger.target("Resolution/b", None) is None
