@@ -55,6 +55,8 @@ ANNOTATION_UNINSTALL = "pivoter.io/uninstall"
 finalizer uninstalls. A child deleted without it by someone else keeps its objects while its
 input still wants it (:func:`keep_on_delete`)."""
 REASON_CHILD_MISSING = "ChildMissing"
+OPTIONAL_SPEC_KEYS = ("serviceAccount", "config", "preflight", "adoptExisting")
+"""Child spec fields an input may set and later drop (see :meth:`Children.apply`)."""
 INPUT_RESOURCES = {
     "Resolution": Resource(pivoter_api.API_VERSION, "Resolution", "resolutions", namespaced=False),
     "PlatformOperator": Resource(
@@ -265,7 +267,9 @@ class Children:
             ANNOTATION_UNINSTALL: None,
         }
         patch["metadata"]["ownerReferences"] = desired["metadata"]["ownerReferences"]
-        patch["spec"] = desired["spec"]
+        # A merge patch keeps keys it does not name: the optional settings the input dropped
+        # (a cleared service account, config or preflight) are removed explicitly.
+        patch["spec"] = {**dict.fromkeys(OPTIONAL_SPEC_KEYS), **desired["spec"]}
         for _ in range(2):
             try:
                 return self.kube.merge_patch(BUNDLE_DEPLOYMENTS, name, patch)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from pivoter.catalogs import CLUSTER_CATALOGS
+from tests.cluster import session_labels
 from tests.olmv1.conftest import Olm, condition, reports
 from tests.olmv1.content import Bundle, Package
 
@@ -274,3 +275,127 @@ def test_downgrade_with_self_certified(olm: Olm) -> None:
         {"crdUpgradeSafety": {"disabled": True}}
     ]
     assert ce["status"]["selection"][0]["version"] == "1.0.0"
+
+
+def test_auto_update_in_the_same_catalog_image_ref(olm: Olm) -> None:
+    """update.feature: "Auto update when new version becomes available in the same catalog image
+    ref" (the catalog polled every minute, as upstream's e2e catalogs are)."""
+    from tests.olmv1.content import push_catalog
+
+    olm.catalog(
+        "test",
+        [Package("test", [Bundle("1.0.0"), Bundle("1.2.0", replaces="1.0.0")])],
+        tag="latest",
+    )
+    olm.kube.merge_patch(
+        CLUSTER_CATALOGS,
+        olm.catalogs["test"],
+        {"spec": {"source": {"image": {"pollIntervalMinutes": 1}}}},
+    )
+    olm.apply(CE)
+    olm.bundle_installed("test.1.2.0", "1.2.0")
+    olm.rolled_out()
+    # catalog "test" image version "v2" is also tagged as "latest"
+    push_catalog(
+        olm.registry,
+        olm.scenario,
+        "test",
+        "latest",
+        [
+            Package(
+                "test",
+                [
+                    Bundle("1.0.0"),
+                    Bundle("1.2.0", replaces="1.0.0"),
+                    Bundle("1.3.0", replaces="1.2.0"),
+                ],
+            )
+        ],
+    )
+    olm.bundle_installed("test.1.3.0", "1.3.0")
+    olm.rolled_out()
+
+
+def test_service_account_is_the_install_identity(olm: Olm) -> None:
+    """``spec.serviceAccount`` (ignored by OLM v1 today) is honoured: an account without the
+    rights the bundle needs makes the install fail with the API server's refusal, nothing is
+    created; once it may, it installs as that account. Clearing the field (update.feature:
+    "Clearing deprecated serviceAccount field is reconciled without warnings") installs with
+    pivoter's identity."""
+    olm.catalog("test", [Package("test", [Bundle("1.2.0")])])
+    accounts = olm.kube.resource("v1", "ServiceAccount")
+    olm.kube.create(
+        accounts,
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "installer"}},
+        olm.test_namespace,
+    )
+    with_account = CE.replace("  source:", "  serviceAccount:\n    name: installer\n  source:")
+    olm.apply(with_account)
+    ce = olm.reports("Progressing", "True", "Retrying", "forbidden")
+    assert (
+        "system:serviceaccount:" + olm.test_namespace + ":installer"
+        in condition(ce, "Progressing")["message"]
+    )
+    assert condition(ce, "Installed")["status"] == "False"
+    binding = f"installer-{olm.scenario}"
+    rbac = "rbac.authorization.k8s.io/v1"
+    bindings = olm.kube.resource(rbac, "ClusterRoleBinding")
+    olm.kube.create(
+        bindings,
+        {
+            "apiVersion": rbac,
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": binding, "labels": session_labels()},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": "cluster-admin",
+            },
+            "subjects": [
+                {"kind": "ServiceAccount", "name": "installer", "namespace": olm.test_namespace}
+            ],
+        },
+    )
+    try:
+        olm.kube.merge_patch(
+            olm.kube.resource("olm.operatorframework.io/v1", "ClusterExtension"),
+            olm.name,
+            {"metadata": {"annotations": {"pivoter.io/retry-now": "1"}}},
+        )
+        olm.bundle_installed("test.1.2.0", "1.2.0")
+        olm.rolled_out()
+        child = next(
+            bd
+            for bd in olm.kube.list(
+                olm.kube.resource("core.rukpak.io/v1alpha1", "BundleDeployment")
+            )[0]
+            if (bd["metadata"].get("annotations") or {}).get("pivoter.io/input")
+            == f"ClusterExtension/{olm.name}"
+        )
+        assert child["spec"]["serviceAccount"] == {
+            "name": "installer",
+            "namespace": olm.test_namespace,
+        }
+        ce = olm.apply(CE)  # serviceAccount cleared
+        generation = ce["metadata"]["generation"]
+        ce = olm.wait(
+            lambda o: (
+                reports(o, "Progressing", "True", "Succeeded")
+                and o["status"].get("observedGeneration") == generation
+                and "serviceAccount" not in _child(olm)["spec"]
+            ),
+            what="reconciled without the service account",
+        )
+        assert condition(ce, "Installed")["status"] == "True"
+    finally:
+        olm.delete_extensions()
+        olm.kube.delete(bindings, binding)
+
+
+def _child(olm: Olm) -> dict[str, object]:
+    return next(
+        bd
+        for bd in olm.kube.list(olm.kube.resource("core.rukpak.io/v1alpha1", "BundleDeployment"))[0]
+        if (bd["metadata"].get("annotations") or {}).get("pivoter.io/input")
+        == f"ClusterExtension/{olm.name}"
+    )
