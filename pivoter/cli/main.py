@@ -16,13 +16,13 @@ import sys
 from collections.abc import Sequence
 
 from pivoter import __version__
-from pivoter.cli.commands import catalog, inputs, resolve, run, version
+from pivoter.cli.commands import adopt, catalog, inputs, resolve, run, version
 from pivoter.cli.errors import load_handler, run_handler
 from pivoter.cli.exitcodes import EPILOG, ExitCode
 from pivoter.cli.flags import ArgumentParser, check_argv
 from pivoter.cli.output import error
 
-COMMANDS = (run, resolve, catalog, inputs, version)
+COMMANDS = (run, resolve, catalog, inputs, adopt, version)
 
 
 def build_parser() -> argparse.ArgumentParser:

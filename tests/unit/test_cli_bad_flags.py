@@ -240,6 +240,7 @@ def baselines(paths: Paths) -> dict[str, tuple[dict[str, str], list[str]]]:
         "unpin": (kube, ["some-input"]),
         "plan": (kube, ["some-input"]),
         "approve": (kube, ["some-input"]),
+        "adopt": ({**kube, "--subscription": "olm-ns/some-sub"}, []),
         "version": ({}, []),
     }
 

@@ -1,0 +1,277 @@
+"""The adoption of one OLM v0 Subscription, step by step, level-triggered and crash-safe.
+
+The order never leaves the operator unmanaged nor managed by two installers that disagree:
+
+1. ``Planning``: a Resolution pinned to the installed CSV's version is created *paused*
+   (:func:`start`): it resolves and publishes a plan but changes nothing. If no pivoter catalog
+   offers the installed bundle, the adoption fails here and the Resolution is deleted: nothing
+   else was touched.
+2. ``Installing``: the Subscription's InstallPlans and the Subscription are deleted (OLM v0 stops
+   upgrading; the CSV keeps the operator running and managed), then the Resolution is unpaused:
+   its child BundleDeployment applies the same bundle with ``adoptExisting``, which takes over
+   the objects in place (server-side apply: same uids; the pod templates are those OLM v0
+   wrote, so no rollout). Until the child is installed and healthy, OLM v0's CSV still manages
+   everything.
+3. ``Releasing``: OLM v0's marks are removed from every object the child now manages (the
+   ``olm.owner`` labels its CSV finalizer deletes by, and ownerReferences to CSVs, which the
+   garbage collector would follow), then the CSV and its OperatorCondition are deleted (the CSV
+   with ``propagationPolicy: Orphan``). OLM v0 lets go of whatever it still owned.
+4. ``Adopted``: the Resolution's version pin and ``adoptExisting`` are lifted; from now on the
+   catalog's next version reaches the operator through a pivoter pivot, with rollback.
+
+The step is recorded on the Resolution (:data:`~pivoter.olmv0.mapping.ANNOTATION_ADOPTION`)
+*before* the step's actions run, and every action is idempotent (deleting what is gone,
+patching to the same value), so a daemon or ``pivoter adopt`` killed anywhere resumes from the
+recorded step. :func:`advance` is called by the adoption controller
+(:mod:`pivoter.olmv0.controller`) and by ``pivoter adopt``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pivoter.controllers.bundledeployment import inventory_of
+from pivoter.kube import Conflict, Kube, NotFound, Object
+from pivoter.olmv0.mapping import (
+    ANNOTATION_ADOPTION,
+    ANNOTATION_CSV,
+    ANNOTATION_SUBSCRIPTION,
+    resolution_for,
+)
+from pivoter.olmv0.resources import (
+    CSVS,
+    INSTALL_PLANS,
+    LABEL_OWNER,
+    LABEL_OWNER_KIND,
+    LABEL_OWNER_NAMESPACE,
+    OPERATOR_CONDITIONS,
+    SUBSCRIPTIONS,
+)
+from pivoter.olmv0.survey import Installed
+from pivoter.pivot import Children, ChildState, state_of
+from pivoter.resolutions import RESOLUTIONS
+from pivoter.resolvesets import InputRef
+
+__all__ = [
+    "ADOPTED",
+    "FAILED",
+    "INSTALLING",
+    "PAUSE_HOOK",
+    "PLANNING",
+    "RELEASING",
+    "Progress",
+    "advance",
+    "start",
+]
+
+log = logging.getLogger(__name__)
+
+PLANNING = "Planning"
+INSTALLING = "Installing"
+RELEASING = "Releasing"
+ADOPTED = "Adopted"
+FAILED = "Failed"
+ANNOTATION_MESSAGE = "olmv0.pivoter.io/adoption-message"
+PAUSE_HOOK = "PIVOTER_TEST_PAUSE_ADOPTION_AT"
+"""Test hook: the step after whose recording the adoption blocks (to kill the daemon there)."""
+OLM_LABELS = (LABEL_OWNER, LABEL_OWNER_NAMESPACE, LABEL_OWNER_KIND)
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where one adoption stands after a call to :func:`advance`."""
+
+    step: str
+    message: str
+
+    @property
+    def done(self) -> bool:
+        """Finished, successfully or not."""
+        return self.step in (ADOPTED, FAILED)
+
+
+def start(kube: Kube, installed: Installed, name: str) -> Object:
+    """Create the paused Resolution that adopts ``installed`` (or return the existing one)."""
+    body = resolution_for(installed, name=name, adoption_step=PLANNING)
+    try:
+        return kube.create(RESOLUTIONS, body)
+    except Conflict:
+        existing = kube.get(RESOLUTIONS, name)
+        recorded = (existing["metadata"].get("annotations") or {}).get(ANNOTATION_SUBSCRIPTION)
+        if not recorded or json.loads(recorded).get("name") != installed.name:
+            raise
+        return existing
+
+
+def _annotations(res: Object) -> dict[str, str]:
+    return dict(res["metadata"].get("annotations") or {})
+
+
+def _record(kube: Kube, name: str, step: str, message: str = "") -> None:
+    """Persist the step (before its actions run)."""
+    kube.merge_patch(
+        RESOLUTIONS,
+        name,
+        {"metadata": {"annotations": {ANNOTATION_ADOPTION: step, ANNOTATION_MESSAGE: message}}},
+    )
+    hold = os.environ.get(PAUSE_HOOK)
+    if hold and hold == step:
+        log.warning("test hook %s: holding the adoption in %s", PAUSE_HOOK, step)
+        while True:
+            time.sleep(3600)
+
+
+def _condition(res: Object, type_: str) -> dict[str, Any]:
+    for c in (res.get("status") or {}).get("conditions") or []:
+        if c.get("type") == type_:
+            return dict(c)
+    return {}
+
+
+def _subscription(res: Object) -> tuple[str, str]:
+    recorded = json.loads(_annotations(res)[ANNOTATION_SUBSCRIPTION])
+    return str(recorded["namespace"]), str(recorded["name"])
+
+
+def _delete(kube: Kube, resource: Any, name: str, namespace: str, **options: str) -> bool:
+    """Delete if present; True when it is gone already."""
+    try:
+        kube.delete(resource, name, namespace, **options)
+    except NotFound:
+        return True
+    return False
+
+
+def _plan(kube: Kube, res: Object) -> Progress:
+    name = res["metadata"]["name"]
+    resolved = _condition(res, "Resolved")
+    if resolved.get("observedGeneration") != res["metadata"].get("generation"):
+        return Progress(PLANNING, "waiting for the Resolution to resolve")
+    csv = _annotations(res)[ANNOTATION_CSV]
+    if resolved.get("status") == "False":
+        message = (
+            f"no pivoter catalog offers the installed bundle {csv}: "
+            f"{resolved.get('message', '')}; nothing was changed (the Resolution is deleted)"
+        )
+        with contextlib.suppress(NotFound):
+            kube.delete(RESOLUTIONS, name)
+        return Progress(FAILED, message)
+    selection = (res.get("status") or {}).get("selection") or []
+    bundles = [s.get("bundle") for s in selection]
+    if resolved.get("status") != "True" or not selection:
+        return Progress(PLANNING, "waiting for the Resolution to resolve")
+    if bundles != [csv]:
+        message = (
+            f"the catalogs resolve to {', '.join(str(b) for b in bundles)}, not the installed "
+            f"{csv}; nothing was changed (the Resolution is deleted)"
+        )
+        with contextlib.suppress(NotFound):
+            kube.delete(RESOLUTIONS, name)
+        return Progress(FAILED, message)
+    _record(kube, name, INSTALLING)
+    return _install(kube, kube.get(RESOLUTIONS, name))
+
+
+def _install(kube: Kube, res: Object) -> Progress:
+    name = res["metadata"]["name"]
+    namespace, subscription = _subscription(res)
+    for plan in kube.list(INSTALL_PLANS, namespace)[0]:
+        owners = plan["metadata"].get("ownerReferences") or []
+        if any(o.get("kind") == "Subscription" and o.get("name") == subscription for o in owners):
+            _delete(kube, INSTALL_PLANS, plan["metadata"]["name"], namespace)
+    _delete(kube, SUBSCRIPTIONS, subscription, namespace)
+    if (res.get("spec") or {}).get("paused"):
+        res = kube.merge_patch(RESOLUTIONS, name, {"spec": {"paused": None}})
+    children = Children(kube, InputRef("Resolution", name)).list()
+    states = {package: state_of(bd) for package, bd in children.items()}
+    progressing = _condition(res, "Progressing")
+    if progressing.get("reason") in ("PivotFailed", "RolledBack"):
+        return Progress(
+            INSTALLING,
+            f"the pivot that adopts failed: {progressing.get('message', '')}; OLM v0's CSV still "
+            "runs the operator; fix the cause and retry (pivoter.io/retry-now)",
+        )
+    if not children or any(s != ChildState.READY for s, _, _ in states.values()):
+        detail = "; ".join(f"{p}: {s.value} {m}" for p, (s, _, m) in states.items())
+        return Progress(INSTALLING, f"waiting for the child to be installed and healthy {detail}")
+    _record(kube, name, RELEASING)
+    return _release(kube, kube.get(RESOLUTIONS, name))
+
+
+def _strip(kube: Kube, ref: Any) -> None:
+    """Remove OLM v0's owner labels and ownerReferences to CSVs from one adopted object."""
+    resource = kube.resource(ref.api_version, ref.kind)
+    try:
+        obj = kube.get(resource, ref.name, ref.namespace or None)
+    except NotFound:
+        return
+    metadata = obj["metadata"]
+    labels = metadata.get("labels") or {}
+    owners = metadata.get("ownerReferences") or []
+    kept = [o for o in owners if o.get("kind") != "ClusterServiceVersion"]
+    patch: dict[str, Any] = {}
+    if any(k in labels for k in OLM_LABELS):
+        patch["labels"] = dict.fromkeys(k for k in OLM_LABELS if k in labels)
+    if len(kept) != len(owners):
+        patch["ownerReferences"] = kept
+    if patch:
+        kube.merge_patch(resource, ref.name, {"metadata": patch}, ref.namespace or None)
+
+
+def _release(kube: Kube, res: Object) -> Progress:
+    name = res["metadata"]["name"]
+    namespace, _ = _subscription(res)
+    csv = _annotations(res)[ANNOTATION_CSV]
+    for bd in Children(kube, InputRef("Resolution", name)).list().values():
+        for ref in inventory_of(bd.get("status")):
+            _strip(kube, ref)
+    gone = _delete(kube, CSVS, csv, namespace, propagation="Orphan")
+    _delete(kube, OPERATOR_CONDITIONS, csv, namespace)
+    if not gone:
+        return Progress(RELEASING, f"waiting for OLM v0 to let go of CSV {csv}")
+    res = kube.merge_patch(
+        RESOLUTIONS,
+        name,
+        {
+            "metadata": {"annotations": {ANNOTATION_ADOPTION: ADOPTED, ANNOTATION_MESSAGE: ""}},
+            "spec": {
+                "packages": [_unpinned(p) for p in (res.get("spec") or {}).get("packages") or []],
+                "adoptExisting": None,
+            },
+        },
+    )
+    return Progress(ADOPTED, f"Subscription {namespace}/{_subscription(res)[1]} is adopted")
+
+
+def _unpinned(package: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in package.items() if k != "versionRange"}
+
+
+STEPS: dict[str, Callable[[Kube, Object], Progress]] = {
+    PLANNING: _plan,
+    INSTALLING: _install,
+    RELEASING: _release,
+}
+
+
+def advance(kube: Kube, name: str) -> Progress:
+    """Do what the adoption recorded on Resolution ``name`` needs next (idempotent)."""
+    try:
+        res = kube.get(RESOLUTIONS, name)
+    except NotFound:
+        return Progress(FAILED, f"Resolution {name} does not exist")
+    annotations = _annotations(res)
+    step = annotations.get(ANNOTATION_ADOPTION, "")
+    if step == ADOPTED:
+        return Progress(ADOPTED, "adopted")
+    action = STEPS.get(step)
+    if action is None:
+        return Progress(FAILED, f"Resolution {name} records no adoption step")
+    return action(kube, res)

@@ -1,0 +1,120 @@
+"""OLM v0's concepts in pivoter's words: the Resolution that takes over one Subscription.
+
+One Resolution per Subscription, not per namespace: a Subscription is OLM v0's unit of intent
+(one package, its own channel, approval and config), while OLM v0's namespace-wide InstallPlan
+approval is the pain pivoter removes; packages that depend on each other across Resolutions are
+resolved jointly anyway (held bundles, docs/pivot.md). The mapping (docs/migrate-from-olm-v0.md):
+
+=====================================  ======================================================
+OLM v0                                 Resolution
+=====================================  ======================================================
+``spec.name`` (package)                ``spec.packages[0].name``
+``spec.channel``                       ``spec.packages[0].channel``
+installed CSV's version                ``versionRange`` pinned to it while adopting, then
+                                       removed (``startingCSV`` only mattered at install time)
+``installPlanApproval``                ``spec.approval`` (Automatic / Manual, per Resolution)
+the CSV's ``olm.targetNamespaces``     ``spec.packages[0].config.targetNamespaces``
+``spec.config``                        ``spec.packages[0].config.deploymentConfig``
+the Subscription's namespace           ``spec.installNamespace``
+OperatorGroup ``serviceAccountName``   ``spec.serviceAccount`` (the install identity)
+=====================================  ======================================================
+
+Pure functions; called by :mod:`pivoter.olmv0.handover` and ``pivoter adopt``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pivoter.apis import pivoter as pivoter_api
+from pivoter.olmv0.refusals import DEPLOYMENT_CONFIG_KEYS
+from pivoter.olmv0.survey import Installed, target_namespaces
+from provisioners.formats.registry_v1.names import bounded_name
+
+__all__ = [
+    "ANNOTATION_ADOPTION",
+    "ANNOTATION_CSV",
+    "ANNOTATION_SUBSCRIPTION",
+    "LABEL_ADOPTED_FROM",
+    "package_config",
+    "resolution_for",
+    "resolution_name",
+]
+
+ANNOTATION_SUBSCRIPTION = "olmv0.pivoter.io/subscription"
+"""On the Resolution: the adopted Subscription as JSON (namespace, name, spec), kept so that
+``pivoter adopt --undo`` can give the operator back to OLM v0."""
+ANNOTATION_CSV = "olmv0.pivoter.io/csv"
+"""On the Resolution: the CSV that was adopted."""
+ANNOTATION_ADOPTION = "olmv0.pivoter.io/adoption"
+"""On the Resolution: the step the adoption reached (:mod:`pivoter.olmv0.handover`)."""
+LABEL_ADOPTED_FROM = "olmv0.pivoter.io/namespace"
+"""On the Resolution: the namespace of the adopted Subscription (to list a namespace's)."""
+
+
+def resolution_name(namespace: str, subscription: str) -> str:
+    """The Resolution adopting ``namespace/subscription`` (deterministic, at most 63
+    characters)."""
+    return bounded_name("olmv0", namespace, subscription)
+
+
+def package_config(installed: Installed) -> dict[str, Any]:
+    """The registry+v1 configuration of the adopted package's BundleDeployment."""
+    assert installed.csv is not None
+    targets = target_namespaces(installed.csv) or []
+    config: dict[str, Any] = {"targetNamespaces": targets}
+    sub_config = installed.spec.get("config") or {}
+    deployment = {k: v for k, v in sub_config.items() if k in DEPLOYMENT_CONFIG_KEYS and v}
+    if deployment:
+        config["deploymentConfig"] = deployment
+    return config
+
+
+def _service_account(installed: Installed) -> dict[str, str] | None:
+    group = installed.operator_groups[0] if installed.operator_groups else {}
+    account = str((group.get("spec") or {}).get("serviceAccountName") or "")
+    return {"name": account, "namespace": installed.namespace} if account else None
+
+
+def resolution_for(installed: Installed, *, name: str, adoption_step: str) -> dict[str, Any]:
+    """The Resolution that takes ``installed`` over, pinned to its installed version, created
+    paused (it resolves and plans; the handover unpauses it once OLM v0's Subscription is
+    gone)."""
+    package: dict[str, Any] = {
+        "name": installed.package,
+        "versionRange": installed.version,
+        "config": package_config(installed),
+    }
+    if installed.channel:
+        package["channel"] = installed.channel
+    approval = "Manual" if installed.spec.get("installPlanApproval") == "Manual" else "Automatic"
+    spec: dict[str, Any] = {
+        "packages": [package],
+        "installNamespace": installed.namespace,
+        "approval": approval,
+        "adoptExisting": True,
+        "paused": True,
+    }
+    account = _service_account(installed)
+    if account:
+        spec["serviceAccount"] = account
+    recorded = {
+        "namespace": installed.namespace,
+        "name": installed.name,
+        "spec": dict(installed.spec),
+    }
+    return {
+        "apiVersion": pivoter_api.API_VERSION,
+        "kind": "Resolution",
+        "metadata": {
+            "name": name,
+            "labels": {LABEL_ADOPTED_FROM: installed.namespace},
+            "annotations": {
+                ANNOTATION_SUBSCRIPTION: json.dumps(recorded, sort_keys=True),
+                ANNOTATION_CSV: installed.installed_csv,
+                ANNOTATION_ADOPTION: adoption_step,
+            },
+        },
+        "spec": spec,
+    }

@@ -1,0 +1,114 @@
+"""What an adoption will do, before it does anything: the plan ``pivoter adopt --dry-run``
+prints.
+
+The plan names the Resolution and its spec (:mod:`pivoter.olmv0.mapping`), the steps in their
+order (:mod:`pivoter.olmv0.handover`), the objects OLM v0 made for the installed CSV that the
+adoption takes over in place (every object in the namespaces involved, and every cluster-scoped
+one, that carries OLM v0's owner labels or an ownerReference to the CSV), and OLM v0's own
+records that are removed (the Subscription, its InstallPlans, the CSV, its OperatorCondition).
+Called by ``pivoter adopt``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pivoter.kube import Kube, NotFound, Resource
+from pivoter.olmv0.mapping import resolution_for, resolution_name
+from pivoter.olmv0.refusals import install_mode
+from pivoter.olmv0.resources import LABEL_OWNER, LABEL_OWNER_NAMESPACE
+from pivoter.olmv0.survey import Installed, target_namespaces
+
+__all__ = ["plan_for"]
+
+NAMESPACED = (
+    Resource("apps/v1", "Deployment", "deployments", True),
+    Resource("v1", "Service", "services", True),
+    Resource("v1", "Secret", "secrets", True),
+    Resource("v1", "ConfigMap", "configmaps", True),
+    Resource("v1", "ServiceAccount", "serviceaccounts", True),
+    Resource("rbac.authorization.k8s.io/v1", "Role", "roles", True),
+    Resource("rbac.authorization.k8s.io/v1", "RoleBinding", "rolebindings", True),
+)
+CLUSTER = (
+    Resource("rbac.authorization.k8s.io/v1", "ClusterRole", "clusterroles", False),
+    Resource("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "clusterrolebindings", False),
+    Resource(
+        "admissionregistration.k8s.io/v1",
+        "ValidatingWebhookConfiguration",
+        "validatingwebhookconfigurations",
+        False,
+    ),
+    Resource(
+        "admissionregistration.k8s.io/v1",
+        "MutatingWebhookConfiguration",
+        "mutatingwebhookconfigurations",
+        False,
+    ),
+)
+
+
+def _olm_owned(kube: Kube, installed: Installed) -> list[str]:
+    csv = installed.installed_csv
+    selector = f"{LABEL_OWNER}={csv},{LABEL_OWNER_NAMESPACE}={installed.namespace}"
+    found: list[str] = []
+    namespaces = [installed.namespace]
+    if installed.csv is not None:
+        namespaces += [n for n in target_namespaces(installed.csv) or [] if n not in namespaces]
+    for resource in NAMESPACED:
+        for namespace in namespaces:
+            items, _ = kube.list(resource, namespace)
+            for obj in items:
+                meta = obj["metadata"]
+                owners = meta.get("ownerReferences") or []
+                labels = meta.get("labels") or {}
+                if labels.get(LABEL_OWNER) == csv or any(
+                    o.get("kind") == "ClusterServiceVersion" and o.get("name") == csv
+                    for o in owners
+                ):
+                    found.append(f"{resource.kind} {namespace}/{meta['name']}")
+    for resource in CLUSTER:
+        try:
+            items, _ = kube.list(resource, label_selector=selector)
+        except NotFound:
+            continue
+        found += [f"{resource.kind} {o['metadata']['name']}" for o in items]
+    return found
+
+
+def plan_for(kube: Kube, installed: Installed) -> dict[str, Any]:
+    """The plan for adopting ``installed`` (which passed the refusal checks)."""
+    name = resolution_name(installed.namespace, installed.name)
+    resolution = resolution_for(installed, name=name, adoption_step="Planning")
+    assert installed.csv is not None
+    targets = target_namespaces(installed.csv) or []
+    csv = installed.installed_csv
+    released = [f"Subscription {installed.ref}"]
+    released += [
+        f"InstallPlan {installed.namespace}/{p['metadata']['name']}"
+        for p in installed.install_plans
+    ]
+    released += [
+        f"ClusterServiceVersion {installed.namespace}/{csv} (deleted with propagationPolicy "
+        "Orphan, after OLM v0's marks are removed from what pivoter took over)",
+        f"OperatorCondition {installed.namespace}/{csv}",
+    ]
+    return {
+        "subscription": installed.ref,
+        "csv": csv,
+        "mode": install_mode(installed.namespace, targets),
+        "resolution": resolution,
+        "steps": [
+            f"create Resolution {name} paused, pinned to {installed.package} "
+            f"{installed.version}; stop here if no pivoter catalog offers {csv}",
+            f"delete Subscription {installed.ref} and its InstallPlans (OLM v0 stops upgrading; "
+            "its CSV keeps the operator running)",
+            "unpause: the child BundleDeployment applies the same bundle with adoptExisting, "
+            "taking the objects over in place; wait until it is installed and healthy",
+            "remove OLM v0's owner labels and CSV ownerReferences from what the child manages; "
+            f"delete CSV {csv} (orphaning the rest) and its OperatorCondition",
+            "lift the version pin and adoptExisting: the next catalog version is a pivot",
+        ],
+        "takenOver": _olm_owned(kube, installed),
+        "released": released,
+    }
