@@ -133,7 +133,7 @@ def test_catalog_validate_needs_neither_kubernetes_nor_grpc() -> None:
 def test_every_handler_is_named_and_importable() -> None:
     names = handler_names(build_parser())
     assert "pivoter.cli.catalog_live:run" in names  # catalog test --live
-    assert len(names) == 15
+    assert len(names) == 16
     for name in names:
         assert callable(load_handler(name)), name
 
