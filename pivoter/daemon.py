@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from pivoter import catalogs, olmv1, platformoperators, resolutions, resolvesets
+from pivoter import catalogs, olmv0, olmv1, platformoperators, resolutions, resolvesets
 from pivoter.catalogs import SourceSettings
 from pivoter.contentserver import ContentServer
 from pivoter.controllers import provisioning
@@ -112,6 +112,8 @@ class Options:
     """``--olmv1``: auto, serve or read (:class:`pivoter.olmv1.Mode`)."""
     catalogd_address: tuple[str, int] | None = None
     catalogd_url: str = ""
+    adopt_olmv0: bool = False
+    """``--adopt-olmv0``: run the OLM v0 adoption controller (:mod:`pivoter.olmv0.controller`)."""
 
 
 def run(options: Options, start_webhook: WebhookStarter | None = None) -> ManagerExit:
@@ -238,6 +240,11 @@ def _setup_product(
         inputs.append(served.extensions)
         if options.catalogd_address is not None:
             servers.append(served.start_server(*options.catalogd_address))
+    if options.adopt_olmv0:
+        if read_olm and _served(manager, olmv0.SUBSCRIPTIONS):
+            olmv0.controller.setup(manager, recorder)
+        else:
+            log.warning("--adopt-olmv0: OLM v0's Subscriptions are not served; nothing to adopt")
     pause_at = os.environ.get(PAUSE_PIVOT_ENV, "")
     if pause_at:
         for reconciler in inputs:

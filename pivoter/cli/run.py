@@ -73,6 +73,7 @@ def _options(args: argparse.Namespace) -> daemon.Options:
         olmv1=args.olmv1,
         catalogd_address=parse_address(args.catalogd_bind_address),
         catalogd_url=args.catalogd_url,
+        adopt_olmv0=args.adopt_olmv0,
     )
 
 

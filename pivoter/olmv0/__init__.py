@@ -12,14 +12,17 @@
 Used by ``pivoter adopt`` and ``pivoter run --adopt-olmv0``; docs/migrate-from-olm-v0.md.
 """
 
-from pivoter.olmv0 import handover, mapping, undo
+from pivoter.olmv0 import controller, handover, mapping, undo
 from pivoter.olmv0.plan import plan_for
 from pivoter.olmv0.refusals import namespace_refusals, refusals
+from pivoter.olmv0.resources import SUBSCRIPTIONS
 from pivoter.olmv0.survey import Installed, NamespaceSurvey, survey
 
 __all__ = [
+    "SUBSCRIPTIONS",
     "Installed",
     "NamespaceSurvey",
+    "controller",
     "handover",
     "mapping",
     "namespace_refusals",

@@ -127,6 +127,13 @@ def register(subparsers: Subparsers) -> None:
         "own identity)",
     )
     add_olmv1_flags(parser)
+    parser.add_argument(
+        "--adopt-olmv0",
+        action="store_true",
+        help="adopt the OLM v0 Subscriptions annotated pivoter.io/adopt=true (on themselves or "
+        "their Namespace) and drive adoptions started by pivoter adopt "
+        "(docs/migrate-from-olm-v0.md)",
+    )
     add_webhook_flags(parser)
     set_handler(parser, "pivoter.cli.run:run")
 
