@@ -27,9 +27,10 @@ EXCLUDES=(
 
 # After installing: caches and logs, and perl's module library (about 47 MB), which git depends on
 # only for commands pivoter never runs (send-email, svn, ...); perl-base, which dpkg uses, stays.
+# shellcheck disable=SC2016 # "$1" is the root directory mmdebstrap passes to the hook
 CLEANUP='rm -rf "$1"/var/cache/* "$1"/var/log/* "$1"/var/lib/apt/lists/* "$1"/usr/share/perl/5.* "$1"/usr/lib/*-linux-gnu/perl/5.*'
 
-key=$(cat "$0" | sha256sum | cut -c1-16)
+key=$(sha256sum <"$0" | cut -c1-16)
 out_dir="$PIVOTER_CACHE/image"
 tarball="$out_dir/base-$SUITE-$key.tar"
 if [[ -s $tarball ]]; then

@@ -12,7 +12,9 @@ here=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=hack/lib.sh
 source "$here/hack/lib.sh"
 
-command -v podman >/dev/null && command -v runc >/dev/null || bash "$here/hack/tools/podman.sh"
+if ! command -v podman >/dev/null || ! command -v runc >/dev/null; then
+  bash "$here/hack/tools/podman.sh"
+fi
 
 conf_dir="$PIVOTER_CACHE/image"
 storage="$conf_dir/storage"
