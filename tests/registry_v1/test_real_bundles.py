@@ -197,7 +197,7 @@ def test_everything_the_csv_declares_is_accounted_for(name: str, mode: str) -> N
         assert service["spec"]["selector"].items() <= pod_labels.items()
         port = webhook.get("containerPort", 443)
         assert {
-            "name": f"https-{port}",
+            "name": str(port),
             "port": port,
             "protocol": "TCP",
             "targetPort": webhook.get("targetPort", port),

@@ -1,9 +1,10 @@
 """Serving certificates for operator webhooks: issue, read back, and decide when to rotate.
 
 Each webhook-serving Deployment gets its own self-signed CA and a serving certificate for its
-Service, kept in a ``kubernetes.io/tls`` Secret (``tls.crt``, ``tls.key`` and ``ca.crt``, the CA
-bundle the API server must trust). Conversion must not churn: given the Secret already in the
-cluster, :func:`plan_certificate` keeps it while it is valid for the Service and further than
+Service, kept in a ``kubernetes.io/tls`` Secret (``tls.crt``, ``tls.key``, ``ca.crt``, the CA
+bundle the API server must trust, and ``olmCAKey``, the issuing CA, as OLM v0 keeps it).
+Conversion must not churn: given the Secret already in the cluster, :func:`plan_certificate`
+keeps it while it is valid for the Service and further than
 ``renewBefore`` from expiry, and otherwise issues a new CA and certificate. On rotation the
 previous CA stays in the bundle while it is still valid, so the API server trusts both the old
 certificate (still served until the kubelet refreshes the mounted Secret) and the new one. Keys
@@ -30,6 +31,11 @@ from provisioners.formats.registry_v1.config import CertificatePolicy
 TLS_CERT = "tls.crt"
 TLS_KEY = "tls.key"
 CA_BUNDLE = "ca.crt"
+OLM_CA = "olmCAKey"
+"""The key OLM v0 keeps the CA certificate under (despite its name, no key). Written too, so that
+OLM v0 keeps the certificate if it takes the operator back; read when ``ca.crt`` is absent, so
+that pivoter keeps the certificate of an operator it adopts from OLM v0."""
+_PEM_END = b"-----END CERTIFICATE-----"
 NOT_AFTER_ANNOTATION = "pivoter.io/certificate-not-after"
 _CLOCK_SKEW = timedelta(minutes=5)
 _MAX_CAS_IN_BUNDLE = 3
@@ -106,7 +112,8 @@ def from_secret(secret: Mapping[str, Any]) -> ServingCertificate:
     if not isinstance(data, Mapping):
         raise ValueError("the Secret's data is not a mapping")
     decoded: dict[str, bytes] = {}
-    for key in (TLS_CERT, TLS_KEY, CA_BUNDLE):
+    ca_key = CA_BUNDLE if data.get(CA_BUNDLE) or not data.get(OLM_CA) else OLM_CA
+    for key in (TLS_CERT, TLS_KEY, ca_key):
         value = data.get(key)
         if not isinstance(value, str) or not value:
             raise ValueError(f"the Secret has no {key}")
@@ -119,7 +126,7 @@ def from_secret(secret: Mapping[str, Any]) -> ServingCertificate:
     except ValueError as exc:
         raise ValueError(f"{TLS_CERT} is not a PEM certificate") from exc
     return ServingCertificate(
-        ca_bundle=decoded[CA_BUNDLE],
+        ca_bundle=decoded[ca_key],
         certificate=decoded[TLS_CERT],
         private_key=decoded[TLS_KEY],
         not_after=cert.not_valid_after_utc,
@@ -220,6 +227,19 @@ def plan_certificate(
     return CertificatePlan(certificate=certificate, rotated=True, reason=reason)
 
 
+def issuing_ca(certificate: ServingCertificate) -> bytes:
+    """The PEM of the first CA of the bundle: the one that signed the certificate (a new CA is
+    put first; an adopted OLM v0 Secret holds only its CA)."""
+    bundle = certificate.ca_bundle
+    end = bundle.find(_PEM_END)
+    if end < 0:
+        return bundle
+    end += len(_PEM_END)
+    if bundle[end : end + 1] == b"\n":
+        end += 1
+    return bundle[:end]
+
+
 def secret_object(name: str, namespace: str, certificate: ServingCertificate) -> dict[str, Any]:
     """The ``kubernetes.io/tls`` Secret holding ``certificate``."""
     return {
@@ -235,5 +255,6 @@ def secret_object(name: str, namespace: str, certificate: ServingCertificate) ->
             TLS_CERT: base64.b64encode(certificate.certificate).decode(),
             TLS_KEY: base64.b64encode(certificate.private_key).decode(),
             CA_BUNDLE: base64.b64encode(certificate.ca_bundle).decode(),
+            OLM_CA: base64.b64encode(issuing_ca(certificate)).decode(),
         },
     }

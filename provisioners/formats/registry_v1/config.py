@@ -39,7 +39,19 @@ CONFIG_KEYS = (
     "watchNamespace",
     "deploymentConfig",
     "webhookCertificates",
+    "objectNames",
 )
+RENAMEABLE_KINDS = (
+    "Role",
+    "RoleBinding",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "ValidatingWebhookConfiguration",
+    "MutatingWebhookConfiguration",
+)
+"""Kinds whose generated names ``objectNames`` may replace (their names carry no meaning
+beyond the object; bindings follow their renamed roles)."""
+_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.:]*[a-z0-9])?$")
 DEPLOYMENT_CONFIG_KEYS = (
     "env",
     "envFrom",
@@ -89,6 +101,9 @@ class RegistryV1Config:
     """None when not set; ``()`` means all namespaces."""
     deployment: DeploymentConfig = field(default_factory=DeploymentConfig)
     certificates: CertificatePolicy = field(default_factory=CertificatePolicy)
+    object_names: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    """(kind, generated name) -> the name to give it instead (``objectNames``: how an adoption
+    keeps the names another installer gave the same objects)."""
 
 
 def _fail(path: str, problem: str) -> NoReturn:
@@ -112,7 +127,25 @@ def parse_config(config: Mapping[str, Any] | None) -> RegistryV1Config:
         target_namespaces=_targets(config),
         deployment=_deployment_config(config.get("deploymentConfig")),
         certificates=_certificates(config.get("webhookCertificates")),
+        object_names=_object_names(config.get("objectNames")),
     )
+
+
+def _object_names(value: Any) -> dict[tuple[str, str], str]:
+    """``{"Kind/generated-name": "name"}`` for the kinds of :data:`RENAMEABLE_KINDS`."""
+    base = "objectNames"
+    data = fields.mapping(value, base, _fail)
+    names: dict[tuple[str, str], str] = {}
+    for key, name in data.items():
+        path = f"{base}[{key!r}]"
+        kind, sep, generated = str(key).partition("/")
+        if not sep or kind not in RENAMEABLE_KINDS or not generated:
+            _fail(path, f"keys are KIND/NAME with KIND one of {', '.join(RENAMEABLE_KINDS)}")
+        text = fields.string(name, path, _fail)
+        if len(text) > 253 or not _NAME.match(text):
+            _fail(path, f"{text!r} is not a valid object name")
+        names[(kind, generated)] = text
+    return names
 
 
 def _namespace(value: Any, path: str) -> str:

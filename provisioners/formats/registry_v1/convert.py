@@ -141,6 +141,7 @@ class RegistryV1:
             *webhooks.objects,
             *deployments.values(),
         ]
+        _rename(objects, options.object_names)
         _check_unique(objects, bundle)
         return Conversion(
             bundle=bundle,
@@ -151,6 +152,23 @@ class RegistryV1:
             optional_kinds=optional_kinds(others),
             warnings=list(bundle.warnings),
         )
+
+
+def _rename(objects: list[dict[str, Any]], names: Mapping[tuple[str, str], str]) -> None:
+    """Give generated objects the names ``objectNames`` asks for (in every namespace); bindings
+    follow the roles they reference."""
+    if not names:
+        return
+    for obj in objects:
+        metadata = obj["metadata"]
+        new = names.get((obj["kind"], metadata["name"]))
+        if new:
+            metadata["name"] = new
+        ref = obj.get("roleRef")
+        if obj["kind"] in ("RoleBinding", "ClusterRoleBinding") and isinstance(ref, dict):
+            renamed = names.get((str(ref.get("kind")), str(ref.get("name"))))
+            if renamed:
+                ref["name"] = renamed
 
 
 def _without_server_fields(obj: dict[str, Any]) -> dict[str, Any]:

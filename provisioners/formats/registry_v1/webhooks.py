@@ -23,6 +23,7 @@ from typing import Any
 
 from provisioners.formats.registry_v1.certificates import (
     CertificatePlan,
+    issuing_ca,
     plan_certificate,
     secret_object,
 )
@@ -44,7 +45,9 @@ WEBHOOK_CERT_VOLUME = "webhook-cert"
 WEBHOOK_CERT_PATH = "/tmp/k8s-webhook-server/serving-certs"
 APISERVICE_CERT_VOLUME = "apiservice-cert"
 APISERVICE_CERT_PATH = "/apiserver.local.config/certificates"
-CERT_HASH_ANNOTATION = "pivoter.io/serving-cert-hash"
+CERT_HASH_ANNOTATION = "olmcahash"
+"""On the pod template: sha256 of the issuing CA's PEM, as OLM v0 writes it, so pods restart
+when the certificate is re-issued and an operator adopted from OLM v0 keeps its pod template."""
 ADMISSION_API_VERSION = "admissionregistration.k8s.io/v1"
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
@@ -200,7 +203,7 @@ def _service(
         "spec": {
             "selector": selector,
             "ports": [
-                {"name": f"https-{port}", "port": port, "protocol": "TCP", "targetPort": target}
+                {"name": str(port), "port": port, "protocol": "TCP", "targetPort": target}
                 for port, target in sorted(ports.items())
             ],
         },
@@ -251,7 +254,7 @@ def _mount_certificate(deployment: dict[str, Any], secret: str, plan: Certificat
         for m in c.get("volumeMounts", [])
     }
     pod["volumes"] = [v for v in volumes if v.get("name") in used]
-    digest = hashlib.sha256(plan.certificate.certificate).hexdigest()[:16]
+    digest = hashlib.sha256(issuing_ca(plan.certificate)).hexdigest()
     metadata = template.setdefault("metadata", {})
     metadata.setdefault("annotations", {})[CERT_HASH_ANNOTATION] = digest
 
