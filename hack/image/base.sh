@@ -52,5 +52,7 @@ mmdebstrap --quiet --variant=essential --include="$PACKAGES" "${dpkgopts[@]}" \
   --customize-hook="$CLEANUP" \
   "$SUITE" "$tmp" >&2 || die "mmdebstrap failed (see above)"
 mv -f "$tmp" "$tarball"
+# Bases of earlier package lists are not used again.
+find "$out_dir" -maxdepth 1 -name 'base-*.tar' ! -name "$(basename "$tarball")" -delete
 log "image base built in $(($(date +%s) - start)) s ($(du -m "$tarball" | cut -f1) MB)"
 echo "$tarball"
