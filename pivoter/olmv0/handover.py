@@ -14,8 +14,9 @@ The order never leaves the operator unmanaged nor managed by two installers that
    everything.
 3. ``Releasing``: OLM v0's marks are removed from every object the child now manages (the
    ``olm.owner`` labels its CSV finalizer deletes by, and ownerReferences to CSVs, which the
-   garbage collector would follow), then the CSV and its OperatorCondition are deleted (the CSV
-   with ``propagationPolicy: Orphan``). OLM v0 lets go of whatever it still owned.
+   garbage collector would follow), then the CSV and its OperatorCondition are deleted: OLM v0
+   and the garbage collector remove what OLM v0 made for itself and pivoter did not take over
+   (listed by ``pivoter adopt --dry-run``), nothing else.
 4. ``Adopted``: the Resolution's version pin and ``adoptExisting`` are lifted; from now on the
    catalog's next version reaches the operator through a pivoter pivot, with rollback.
 
@@ -45,6 +46,7 @@ from pivoter.olmv0.mapping import (
     ANNOTATION_SUBSCRIPTION,
     resolution_for,
 )
+from pivoter.olmv0.names import object_names
 from pivoter.olmv0.resources import (
     CSVS,
     INSTALL_PLANS,
@@ -99,7 +101,9 @@ class Progress:
 
 def start(kube: Kube, installed: Installed, name: str) -> Object:
     """Create the paused Resolution that adopts ``installed`` (or return the existing one)."""
-    body = resolution_for(installed, name=name, adoption_step=PLANNING)
+    body = resolution_for(
+        installed, name=name, adoption_step=PLANNING, object_names=object_names(kube, installed)
+    )
     try:
         return kube.create(RESOLUTIONS, body)
     except Conflict:
@@ -232,7 +236,10 @@ def _release(kube: Kube, res: Object) -> Progress:
     for bd in Children(kube, InputRef("Resolution", name)).list().values():
         for ref in inventory_of(bd.get("status")):
             _strip(kube, ref)
-    gone = _delete(kube, CSVS, csv, namespace, propagation="Orphan")
+    # Background: what OLM v0 made for itself and pivoter did not take over (its OperatorCondition
+    # and the Role for it, the Role that reads the certificate Secret, namespaced copies of roles
+    # pivoter holds cluster-wide) goes with the CSV; what pivoter took over no longer names it.
+    gone = _delete(kube, CSVS, csv, namespace)
     _delete(kube, OPERATOR_CONDITIONS, csv, namespace)
     if not gone:
         return Progress(RELEASING, f"waiting for OLM v0 to let go of CSV {csv}")

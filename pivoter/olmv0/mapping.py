@@ -25,6 +25,7 @@ Pure functions; called by :mod:`pivoter.olmv0.handover` and ``pivoter adopt``.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from pivoter.apis import pivoter as pivoter_api
@@ -59,11 +60,16 @@ def resolution_name(namespace: str, subscription: str) -> str:
     return bounded_name("olmv0", namespace, subscription)
 
 
-def package_config(installed: Installed) -> dict[str, Any]:
-    """The registry+v1 configuration of the adopted package's BundleDeployment."""
+def package_config(
+    installed: Installed, object_names: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The registry+v1 configuration of the adopted package's BundleDeployment
+    (``object_names``: the names OLM v0 gave generated objects, :mod:`pivoter.olmv0.names`)."""
     assert installed.csv is not None
     targets = target_namespaces(installed.csv) or []
     config: dict[str, Any] = {"targetNamespaces": targets}
+    if object_names:
+        config["objectNames"] = dict(object_names)
     sub_config = installed.spec.get("config") or {}
     deployment = {k: v for k, v in sub_config.items() if k in DEPLOYMENT_CONFIG_KEYS and v}
     if deployment:
@@ -77,14 +83,20 @@ def _service_account(installed: Installed) -> dict[str, str] | None:
     return {"name": account, "namespace": installed.namespace} if account else None
 
 
-def resolution_for(installed: Installed, *, name: str, adoption_step: str) -> dict[str, Any]:
+def resolution_for(
+    installed: Installed,
+    *,
+    name: str,
+    adoption_step: str,
+    object_names: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
     """The Resolution that takes ``installed`` over, pinned to its installed version, created
     paused (it resolves and plans; the handover unpauses it once OLM v0's Subscription is
     gone)."""
     package: dict[str, Any] = {
         "name": installed.package,
         "versionRange": installed.version,
-        "config": package_config(installed),
+        "config": package_config(installed, object_names),
     }
     if installed.channel:
         package["channel"] = installed.channel

@@ -89,8 +89,8 @@ def plan_for(kube: Kube, installed: Installed) -> dict[str, Any]:
         for p in installed.install_plans
     ]
     released += [
-        f"ClusterServiceVersion {installed.namespace}/{csv} (deleted with propagationPolicy "
-        "Orphan, after OLM v0's marks are removed from what pivoter took over)",
+        f"ClusterServiceVersion {installed.namespace}/{csv}, after OLM v0's marks are removed "
+        "from what pivoter took over; what OLM v0 made only for itself goes with it",
         f"OperatorCondition {installed.namespace}/{csv}",
     ]
     return {
@@ -106,7 +106,7 @@ def plan_for(kube: Kube, installed: Installed) -> dict[str, Any]:
             "unpause: the child BundleDeployment applies the same bundle with adoptExisting, "
             "taking the objects over in place; wait until it is installed and healthy",
             "remove OLM v0's owner labels and CSV ownerReferences from what the child manages; "
-            f"delete CSV {csv} (orphaning the rest) and its OperatorCondition",
+            f"delete CSV {csv} and its OperatorCondition",
             "lift the version pin and adoptExisting: the next catalog version is a pivot",
         ],
         "takenOver": _olm_owned(kube, installed),

@@ -29,6 +29,17 @@ from tests.provisioners.oci import Entry, Pusher, file
 ANNOTATIONS = "operators.operatorframework.io.bundle"
 
 
+class _TextTimestamps(yaml.SafeLoader):
+    """YAML without the timestamp type: ``createdAt: 2020-03-25T08:00:00Z`` stays that text, as
+    Kubernetes' own YAML reader (and so OLM v0's) keeps it."""
+
+
+_TextTimestamps.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
 @dataclass(frozen=True)
 class BundleDir:
     """One registry+v1 bundle directory, read."""
@@ -57,7 +68,7 @@ class BundleDir:
         """Every object of ``manifests/``."""
         objects: list[dict[str, Any]] = []
         for path in sorted((self.root / "manifests").iterdir()):
-            objects.extend(d for d in yaml.safe_load_all(path.read_text()) if d)
+            objects.extend(d for d in yaml.load_all(path.read_text(), _TextTimestamps) if d)
         return objects
 
     def owned_crds(self) -> list[dict[str, str]]:

@@ -51,7 +51,9 @@ RENAMEABLE_KINDS = (
 )
 """Kinds whose generated names ``objectNames`` may replace (their names carry no meaning
 beyond the object; bindings follow their renamed roles)."""
-_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.:]*[a-z0-9])?$")
+_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9.:_]*[A-Za-z0-9])?$")
+"""RBAC names may hold capitals (OLM v0's generated ones do); webhook configurations' are DNS
+subdomains, which the API server checks itself."""
 DEPLOYMENT_CONFIG_KEYS = (
     "env",
     "envFrom",

@@ -1,0 +1,97 @@
+"""The names OLM v0 gave the objects it generated for a CSV, as pivoter's ``objectNames``.
+
+OLM v0 names generated RBAC ``<csv>-<serviceaccount>-<hash>`` and webhook configurations
+``<generateName>-<random>``; pivoter's conversion names them ``<csv>-<serviceaccount>``
+(``-cluster`` for cluster rules) and ``<csv>-<generateName>``. So that an adoption takes the
+existing objects over instead of creating twins, the adoption's child gets the registry+v1
+config ``objectNames`` mapping each pivoter name to OLM v0's, found from the live objects:
+
+* a Role OLM v0 generated from ``permissions`` (owner labels, ``olm.permissions.hash``), its
+  RoleBinding's service account ``sa``: ``Role/<csv>-<sa>`` and ``RoleBinding/<csv>-<sa>``; in
+  AllNamespaces mode OLM v0 copies it to a ClusterRole of the same name, which is pivoter's
+  ``ClusterRole/<csv>-<sa>`` (and its binding);
+* any other generated ClusterRole (from ``clusterPermissions``): ``ClusterRole/<csv>-<sa>-cluster``;
+* a webhook configuration labelled ``olm.webhook-description-generate-name: <g>``:
+  ``<Kind>/<csv>-<g>``.
+
+When several OLM v0 roles map to one pivoter name (a CSV listing one service account twice,
+which pivoter merges), the first is kept; the others are left to OLM v0, which removes them.
+Called by :mod:`pivoter.olmv0.handover` when an adoption starts.
+"""
+
+from __future__ import annotations
+
+from pivoter.kube import Kube, NotFound, Object, Resource
+from pivoter.olmv0.resources import (
+    LABEL_OWNER,
+    LABEL_OWNER_NAMESPACE,
+    LABEL_WEBHOOK_GENERATE_NAME,
+)
+from pivoter.olmv0.survey import Installed
+from provisioners.formats.registry_v1.names import bounded_name
+
+__all__ = ["object_names"]
+
+RBAC = "rbac.authorization.k8s.io/v1"
+ROLES = Resource(RBAC, "Role", "roles", True)
+ROLE_BINDINGS = Resource(RBAC, "RoleBinding", "rolebindings", True)
+CLUSTER_ROLES = Resource(RBAC, "ClusterRole", "clusterroles", False)
+CLUSTER_ROLE_BINDINGS = Resource(RBAC, "ClusterRoleBinding", "clusterrolebindings", False)
+ADMISSION = "admissionregistration.k8s.io/v1"
+WEBHOOK_CONFIGURATIONS = (
+    Resource(ADMISSION, "ValidatingWebhookConfiguration", "validatingwebhookconfigurations", False),
+    Resource(ADMISSION, "MutatingWebhookConfiguration", "mutatingwebhookconfigurations", False),
+)
+PERMISSIONS_HASH = "olm.permissions.hash"
+
+
+def _account(binding: Object | None) -> str:
+    for subject in (binding or {}).get("subjects") or []:
+        if subject.get("kind") == "ServiceAccount":
+            return str(subject.get("name") or "")
+    return ""
+
+
+def _put(names: dict[str, str], kind: str, generated: str, existing: str) -> None:
+    names.setdefault(f"{kind}/{generated}", existing)
+
+
+def object_names(kube: Kube, installed: Installed) -> dict[str, str]:
+    """``objectNames`` for the child that adopts ``installed``."""
+    csv, namespace = installed.installed_csv, installed.namespace
+    selector = f"{LABEL_OWNER}={csv},{LABEL_OWNER_NAMESPACE}={namespace},{PERMISSIONS_HASH}"
+    names: dict[str, str] = {}
+    roles, _ = kube.list(ROLES, namespace, label_selector=selector)
+    bindings = {b["metadata"]["name"]: b for b in kube.list(ROLE_BINDINGS, namespace)[0]}
+    role_names = set()
+    for role in sorted(roles, key=lambda r: str(r["metadata"]["name"])):
+        name = str(role["metadata"]["name"])
+        role_names.add(name)
+        account = _account(bindings.get(name))
+        if account:
+            _put(names, "Role", bounded_name(csv, account), name)
+            _put(names, "RoleBinding", bounded_name(csv, account), name)
+    cluster_roles, _ = kube.list(CLUSTER_ROLES, label_selector=selector)
+    cluster_bindings = {
+        b["metadata"]["name"]: b
+        for b in kube.list(CLUSTER_ROLE_BINDINGS, label_selector=selector)[0]
+    }
+    for role in sorted(cluster_roles, key=lambda r: str(r["metadata"]["name"])):
+        name = str(role["metadata"]["name"])
+        account = _account(cluster_bindings.get(name))
+        if not account:
+            continue
+        suffix = "" if name in role_names else "cluster"  # a copy of a Role: AllNamespaces
+        _put(names, "ClusterRole", bounded_name(csv, account, suffix), name)
+        _put(names, "ClusterRoleBinding", bounded_name(csv, account, suffix), name)
+    owner = f"{LABEL_OWNER}={csv},{LABEL_OWNER_NAMESPACE}={namespace}"
+    for resource in WEBHOOK_CONFIGURATIONS:
+        try:
+            items, _ = kube.list(resource, label_selector=owner)
+        except NotFound:
+            continue
+        for config in items:
+            generate = (config["metadata"].get("labels") or {}).get(LABEL_WEBHOOK_GENERATE_NAME)
+            if generate:
+                _put(names, resource.kind, bounded_name(csv, generate), config["metadata"]["name"])
+    return names

@@ -1,0 +1,374 @@
+"""The registry+v1 differential: each real bundle, in each install mode it supports, installed
+once by OLM v0 (Subscription + OperatorGroup) and once by pivoter (a BundleDeployment), and what
+each left on the cluster compared object by object.
+
+Every difference must be one docs/registry-v1.md explains ("Compared with OLM v0"; the entries
+of tests/olmv0/differences.py): a new one fails the test with the list. Bundles run side by side
+in rounds (one install mode per bundle per round: an operator's CRDs are cluster-wide, so one
+bundle is installed once at a time); within a round, OLM's installs are read back and removed
+before pivoter's start. CRDs the bundles require but no bundle provides (strimzi's and camel's
+for mercury, RabbitmqCluster for the topology operator) and the monitoring CRDs are stubbed for
+the module, so both installers see the same cluster.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pivoter.kube import Kube, NotFound, Resource
+from provisioners.apply.applier import Applier, Owner
+from tests.cluster import TestCluster, session_labels, unique_name
+from tests.drift.running import Pivoter, running_pivoter
+from tests.olmv0.content import BundleDir, read_bundle
+from tests.olmv0.differences import DOCUMENTED, Difference, compare, undocumented
+from tests.olmv0.peer import CSVS, SUBSCRIPTIONS, OlmV0
+from tests.olmv0.snapshot import Install, cluster_names, index, take
+from tests.polling import wait_for
+from tests.registry_v1.helpers import real_bundles
+
+pytestmark = [pytest.mark.cluster, pytest.mark.kwok, pytest.mark.timeout(900)]
+
+ALL, OWN, SINGLE, MULTI = "AllNamespaces", "OwnNamespace", "SingleNamespace", "MultiNamespace"
+# The modes each bundle supports (tests/registry_v1/test_real_bundles.py checks them against the
+# CSVs), split into rounds: round n installs the n-th mode of every bundle that has one.
+MODES: dict[str, tuple[str, ...]] = {
+    "aqua": (OWN, SINGLE),
+    "aws-neuron-operator": (ALL,),
+    "bpfman-operator": (ALL,),
+    "cluster-aas-operator": (ALL,),
+    "community-windows-machine-config-operator": (OWN,),
+    "dbaas-operator": (ALL,),
+    "kepler-operator": (ALL,),
+    "kube-green": (ALL,),
+    "mercury-operator": (ALL, OWN, SINGLE, MULTI),
+    "rabbitmq-messaging-topology-operator": (ALL, OWN, SINGLE, MULTI),
+}
+ROUNDS = [
+    [(package, modes[n]) for package, modes in MODES.items() if len(modes) > n] for n in range(4)
+]
+# The Windows machine config operator's CSV pins it to control-plane nodes: the simulated node
+# carries that role's label for this module. (A Subscription's spec.config.nodeSelector would
+# do too, but OLM v0 only applies it once the Subscription names the CSV as installed, a race
+# it can lose for minutes.)
+MASTER_LABEL = "node-role.kubernetes.io/master"
+NODES = Resource("v1", "Node", "nodes", False)
+CRDS = Resource(
+    "apiextensions.k8s.io/v1", "CustomResourceDefinition", "customresourcedefinitions", False
+)
+NAMESPACES = Resource("v1", "Namespace", "namespaces", False)
+STUBS = [
+    ("monitoring.coreos.com", "servicemonitors", "ServiceMonitor", "v1"),
+    ("monitoring.coreos.com", "prometheusrules", "PrometheusRule", "v1"),
+    ("kafka.strimzi.io", "kafkas", "Kafka", "v1beta2"),
+    ("kafka.strimzi.io", "kafkatopics", "KafkaTopic", "v1beta2"),
+    ("kafka.strimzi.io", "kafkausers", "KafkaUser", "v1beta2"),
+    ("camel.apache.org", "integrations", "Integration", "v1"),
+    ("rabbitmq.com", "rabbitmqclusters", "RabbitmqCluster", "v1beta1"),
+]
+REPORT = "PIVOTER_OLMV0_DIFF_REPORT"
+"""Set to a file path to write every difference found (documented or not) as JSON lines."""
+
+
+def _stub_crd(group: str, plural: str, kind: str, version: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}", "labels": session_labels()},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"plural": plural, "kind": kind, "singular": kind.lower()},
+            "versions": [
+                {
+                    "name": version,
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "x-kubernetes-preserve-unknown-fields": True,
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+@pytest.fixture(scope="module")
+def stubs(olm: OlmV0) -> Iterator[None]:
+    """The stub CRDs and the control-plane label on the nodes, removed after the module (other
+    tests rely on the monitoring kinds being absent)."""
+    objects = [_stub_crd(*s) for s in STUBS]
+    Applier(olm.api, Owner("Test", "olmv0-stubs")).apply(objects)
+    nodes = [n["metadata"]["name"] for n in olm.kube.list(NODES)[0]]
+    for node in nodes:
+        olm.kube.merge_patch(NODES, node, {"metadata": {"labels": {MASTER_LABEL: ""}}})
+    try:
+        yield
+    finally:
+        for node in nodes:
+            olm.kube.merge_patch(NODES, node, {"metadata": {"labels": {MASTER_LABEL: None}}})
+        for obj in objects:
+            with contextlib.suppress(NotFound):
+                olm.kube.delete(CRDS, obj["metadata"]["name"])
+        for obj in objects:
+            _wait_gone(olm.kube, CRDS, obj["metadata"]["name"])
+
+
+@pytest.fixture(scope="module")
+def bundles() -> dict[str, BundleDir]:
+    """The ten real bundles, read."""
+    return {package: read_bundle(root) for package, root in real_bundles().items()}
+
+
+def _wait_gone(kube: Kube, resource: Resource, name: str, namespace: str | None = None) -> None:
+    def gone() -> bool:
+        try:
+            kube.get(resource, name, namespace)
+        except NotFound:
+            return True
+        return False
+
+    wait_for(gone, timeout=120, what=f"{resource.kind} {name} to be deleted")
+
+
+@dataclass
+class Case:
+    """One bundle in one install mode, installed by one installer."""
+
+    bundle: BundleDir
+    mode: str
+    namespace: str = ""
+    targets: list[str] = field(default_factory=list)
+    placeholders: dict[str, str] = field(default_factory=dict)
+
+    def prepare(self, kube: Kube) -> None:
+        """Create the install namespace (and the mode's other target namespaces)."""
+        self.namespace = unique_name("dif")
+        count = {SINGLE: 1, MULTI: 2}.get(self.mode, 0)
+        self.targets = [unique_name("tgt") for _ in range(count)]
+        for name in [self.namespace, *self.targets]:
+            kube.create(
+                NAMESPACES,
+                {
+                    "apiVersion": "v1",
+                    "kind": "Namespace",
+                    "metadata": {"name": name, "labels": session_labels()},
+                },
+            )
+        self.placeholders = {self.namespace: "INSTALL-NS"}
+        for i, target in enumerate(self.targets):
+            self.placeholders[target] = f"TARGET-NS-{i}"
+
+    def target_list(self) -> list[str] | None:
+        """The OperatorGroup's targetNamespaces (None: all namespaces)."""
+        if self.mode == ALL:
+            return None
+        if self.mode == OWN:
+            return [self.namespace]
+        return list(self.targets)
+
+    def install(self, markers: list[str], owner_values: list[str]) -> Install:
+        """What :func:`take` needs to read this case back."""
+        return Install(
+            self.namespace,
+            list(self.targets),
+            markers=markers,
+            owner_values=owner_values,
+            placeholders=self.placeholders,
+        )
+
+    def remove_namespaces(self, kube: Kube) -> None:
+        """Delete the case's namespaces (not waited for: their names are never reused)."""
+        for name in [self.namespace, *self.targets]:
+            with contextlib.suppress(NotFound):
+                kube.delete(NAMESPACES, name)
+
+
+def _markers(bundle: BundleDir) -> list[str]:
+    """Names of cluster-scoped objects that identify the bundle's own content."""
+    names = [
+        o["metadata"]["name"]
+        for o in bundle.manifests()
+        if o.get("kind") != "ClusterServiceVersion"
+    ]
+    deployments = [d["name"] for d in bundle.csv["spec"]["install"]["spec"]["deployments"]]
+    return [*names, *deployments, bundle.name]
+
+
+def _in_parallel(cases: list[Case], work: Callable[[Case], None]) -> None:
+    errors: list[BaseException] = []
+
+    def run(case: Case) -> None:
+        try:
+            work(case)
+        except BaseException as exc:  # re-raised in the test thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(c,)) for c in cases]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+
+
+def _by_olm(
+    olm: OlmV0, address: str, cases: list[Case]
+) -> dict[str, dict[tuple[str, str, str], dict[str, Any]]]:
+    """Install every case with OLM v0, read each back, then remove it; return the snapshots."""
+    before = cluster_names(olm.kube)
+    snapshots: dict[str, Any] = {}
+
+    def install(case: Case) -> None:
+        case.prepare(olm.kube)
+        source = olm.catalog_source(case.namespace, address)
+        og = olm.operator_group(case.namespace, case.target_list())
+        case.placeholders[og] = "OPERATOR-GROUP"
+        olm.subscription(case.namespace, case.bundle.package, case.bundle.channels[0], source)
+        olm.wait_installed(case.namespace, case.bundle.package, timeout=300)
+        # The provided-API ClusterRoles and copied CSVs come a moment after Succeeded.
+        olm.wait_csv(
+            case.namespace,
+            case.bundle.name,
+            lambda c: bool((c.get("status") or {}).get("phase") == "Succeeded"),
+            what="the CSV to stay Succeeded",
+        )
+        objects = take(
+            olm.kube,
+            case.install([*_markers(case.bundle), og], [case.namespace]),
+            before,
+        )
+        snapshots[case.bundle.package] = index(objects, case.placeholders)
+        elsewhere = {case.namespace, *case.targets}
+        leftovers[case.bundle.package] = [
+            o for o in objects if o["metadata"].get("namespace") not in elsewhere
+        ]
+
+    leftovers: dict[str, list[dict[str, Any]]] = {}
+    try:
+        _in_parallel(cases, install)
+    finally:
+        for case in cases:
+            if case.namespace:
+                _uninstall_olm(olm, case, leftovers.get(case.bundle.package, []))
+    return snapshots
+
+
+def _uninstall_olm(olm: OlmV0, case: Case, cluster_scoped: list[dict[str, Any]]) -> None:
+    """Remove what OLM installed: its uninstall (deleting the CSV) leaves the bundle's own
+    cluster-scoped objects, the CRDs and its RoleBindings in kube-system behind, so they are
+    deleted here (``cluster_scoped``: everything outside the case's namespaces)."""
+    with contextlib.suppress(NotFound):
+        olm.kube.delete(SUBSCRIPTIONS, case.bundle.package, case.namespace)
+    with contextlib.suppress(NotFound):
+        olm.kube.delete(CSVS, case.bundle.name, case.namespace)
+    _wait_gone(olm.kube, CSVS, case.bundle.name, case.namespace)
+    for obj in case.bundle.manifests():
+        if obj.get("kind") == "CustomResourceDefinition":
+            with contextlib.suppress(NotFound):
+                olm.kube.delete(CRDS, obj["metadata"]["name"])
+    case.remove_namespaces(olm.kube)
+    for obj in cluster_scoped:
+        resource = olm.kube.resource(obj["apiVersion"], obj["kind"])
+        with contextlib.suppress(NotFound):
+            olm.kube.delete(resource, obj["metadata"]["name"], obj["metadata"].get("namespace"))
+    for obj in cluster_scoped:
+        resource = olm.kube.resource(obj["apiVersion"], obj["kind"])
+        _wait_gone(olm.kube, resource, obj["metadata"]["name"], obj["metadata"].get("namespace"))
+
+
+def _by_pivoter(
+    pivoter: Pivoter, cases: list[Case]
+) -> dict[str, dict[tuple[str, str, str], dict[str, Any]]]:
+    """Install every case with a BundleDeployment, read each back, then remove it."""
+    before = cluster_names(pivoter.kube)
+    snapshots: dict[str, Any] = {}
+    names: dict[str, str] = {}
+
+    def install(case: Case) -> None:
+        case.prepare(pivoter.kube)
+        name = unique_name("dif")
+        names[case.bundle.package] = name
+        case.placeholders[name] = "BUNDLE-DEPLOYMENT"
+        config: dict[str, Any] = {"installNamespace": case.namespace}
+        targets = case.target_list()
+        config["targetNamespaces"] = [] if targets is None else targets
+        sources = pivoter.registry_bundle(unique_name(case.bundle.package[:20]), case.bundle.root)
+        pivoter.bundle_deployment(
+            name,
+            sources,
+            provisioner="core-rukpak-io-registry",
+            config=config,
+            crdDeletionPolicy="Delete",
+        )
+        pivoter.wait(name, "Healthy", "True", timeout=300)
+        objects = take(pivoter.kube, case.install(_markers(case.bundle), [name]), before)
+        snapshots[case.bundle.package] = index(objects, case.placeholders)
+
+    try:
+        _in_parallel(cases, install)
+    finally:
+        pivoter.delete_all()
+        for case in cases:
+            case.remove_namespaces(pivoter.kube)
+    return snapshots
+
+
+@pytest.fixture
+def pivoter(
+    cluster: TestCluster, rukpak_crds: None, namespace: str, tmp_path: Path
+) -> Iterator[Pivoter]:
+    """The provisioning controllers running through a Manager (``namespace``: its system
+    namespace, where the bundles' ConfigMaps live)."""
+    with running_pivoter(
+        cluster.kubeconfig, tmp_path / "store", namespace, session_labels()
+    ) as running:
+        yield running
+
+
+def _report(mode_round: int, package: str, mode: str, differences: list[Difference]) -> None:
+    path = os.environ.get(REPORT)
+    if not path:
+        return
+    with Path(path).open("a") as out:
+        for d in differences:
+            row = {"round": mode_round, "package": package, "mode": mode, **d.__dict__}
+            out.write(json.dumps(row) + "\n")
+
+
+@pytest.mark.parametrize("mode_round", range(len(ROUNDS)), ids=[f"round{n}" for n in range(4)])
+def test_olm_and_pivoter_leave_the_same_objects(
+    mode_round: int,
+    *,
+    olm: OlmV0,
+    stubs: None,
+    bundles: dict[str, BundleDir],
+    olm_catalog: Callable[[list[BundleDir]], str],
+    pivoter: Pivoter,
+) -> None:
+    address = olm_catalog(list(bundles.values()))
+    olm_cases = [Case(bundles[p], mode) for p, mode in ROUNDS[mode_round]]
+    by_olm = _by_olm(olm, address, olm_cases)
+    piv_cases = [Case(bundles[p], mode) for p, mode in ROUNDS[mode_round]]
+    by_pivoter = _by_pivoter(pivoter, piv_cases)
+    problems: list[str] = []
+    for package, mode in ROUNDS[mode_round]:
+        assert by_olm[package], f"OLM left nothing for {package}"
+        assert by_pivoter[package], f"pivoter left nothing for {package}"
+        differences = compare(by_olm[package], by_pivoter[package])
+        _report(mode_round, package, mode, differences)
+        problems += [f"{package} ({mode}): {d}" for d in undocumented(differences)]
+    assert DOCUMENTED is not None
+    assert not problems, "differences docs/registry-v1.md does not explain:\n" + "\n".join(problems)
