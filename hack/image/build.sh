@@ -34,12 +34,18 @@ trap 'rm -rf "$work"' EXIT
 tarball=$(hack/image/base.sh)
 key=$(basename "$tarball" .tar)
 base=localhost/pivoter-base:${key#base-}
-"${podman[@]}" image exists "$base" || "${podman[@]}" import --quiet "$tarball" "$base" >/dev/null
+if ! "${podman[@]}" image exists "$base"; then
+  "${podman[@]}" import --quiet "$tarball" "$base" >/dev/null
+  # Bases of earlier package lists are not used again.
+  "${podman[@]}" images --format '{{.Repository}}:{{.Tag}}' localhost/pivoter-base |
+    grep -vxF "$base" | xargs -r "${podman[@]}" rmi --ignore >/dev/null 2>&1 || true
+fi
 pull=()
 if [[ -n $registry ]]; then
   "${podman[@]}" push --quiet --tls-verify=false "$base" "$registry/pivoter-base:${key#base-}"
   base=$registry/pivoter-base:${key#base-}
   pull=(--tls-verify=false)
+  trap 'rm -rf "$work"; "${podman[@]}" rmi --ignore "$base" >/dev/null 2>&1 || true' EXIT
 fi
 
 # A clean build context: the committed tree of $revision, as a fresh clone has it.
