@@ -111,7 +111,15 @@ class BundleReconciler:
         status: dict[str, Any] = dict(bundle.get("status") or {})
         conditions: list[dict[str, Any]] = [dict(c) for c in status.get("conditions") or []]
         previous = find(conditions, rukpak.TYPE_UNPACKED)
-        if previous is None or previous.get("reason") != rukpak.REASON_UNPACKING:
+        # A retry of this generation's failed unpack keeps saying it failed until it succeeds:
+        # flipping to Unpacking and back would change status on every attempt, and each status
+        # write is a watch event that queues the Bundle again at once, past its backoff.
+        retrying = (
+            previous is not None
+            and previous.get("reason") == rukpak.REASON_UNPACK_FAILED
+            and previous.get("observedGeneration") == generation
+        )
+        if not retrying and (previous is None or previous.get("reason") != rukpak.REASON_UNPACKING):
             set_condition(
                 conditions,
                 rukpak.TYPE_UNPACKED,

@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import base64
+import copy
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pivoter.apis import rukpak
+from pivoter.controllers.bundle import BundleReconciler
 from pivoter.controllers.bundledeployment import generated_bundle_name, template_hash
+from pivoter.controllers.conditions import find
 from pivoter.controllers.health import object_health
 from pivoter.controllers.sourcespec import source_spec
 from provisioners.errors import InvalidSourceError
-from provisioners.sources import ConfigMapsSpec, GitSpec, HttpSpec, ImageSpec
+from provisioners.sources import ConfigMapsSpec, FetchOptions, GitSpec, HttpSpec, ImageSpec
+from provisioners.store import BundleStore
 
 OBJECTS: dict[tuple[str, str], dict[str, Any]] = {
     ("Secret", "pull"): {"data": {".dockerconfigjson": base64.b64encode(b"{}").decode()}},
@@ -139,3 +145,54 @@ def test_template_hash_and_names() -> None:
 )
 def test_object_health(obj: dict[str, Any], healthy: bool) -> None:
     assert (object_health(obj) is None) is healthy
+
+
+class _StatusOnlyKube:
+    """The one Bundle the reconciler reads, and the status writes it makes (a fake of Kube)."""
+
+    def __init__(self, bundle: dict[str, Any]) -> None:
+        self.bundle = bundle
+        self.writes: list[dict[str, Any]] = []
+
+    def get(self, resource: object, name: str, namespace: str | None = None) -> dict[str, Any]:
+        return copy.deepcopy(self.bundle)
+
+    def patch_status(self, resource: object, name: str, status: dict[str, Any]) -> None:
+        self.writes.append(copy.deepcopy(status))
+        self.bundle["status"] = copy.deepcopy(status)
+
+
+def test_a_failing_unpack_retried_writes_no_new_status(tmp_path: Path) -> None:
+    """Each status write is a watch event that queues the Bundle at once: a retry that writes
+    Unpacking, then UnpackFailed again, loops as fast as the API server answers (seen: every
+    15 ms) instead of backing off. A retry of the same generation changes nothing."""
+    bundle = {
+        "metadata": {"name": "b", "generation": 1},
+        "spec": {
+            "provisionerClassName": rukpak.CLASS_PLAIN,
+            "source": {"type": "http", "http": {"url": "http://127.0.0.1:9/b.tgz"}},
+        },
+    }
+    kube = _StatusOnlyKube(bundle)
+    reconciler = BundleReconciler(
+        kube,  # type: ignore[arg-type]
+        BundleStore(tmp_path / "store"),
+        system_namespace="pivoter-system",
+        fetch_options=FetchOptions(timeout_seconds=2.0, deadline_seconds=5.0),
+    )
+    first = reconciler.reconcile("b")
+    assert first is not None
+    assert first.requeue
+    assert [w["phase"] for w in kube.writes] == [rukpak.PHASE_UNPACKING, rukpak.PHASE_FAILING]
+    failed = kube.writes[-1]
+    for _ in range(3):
+        assert reconciler.reconcile("b") == first
+    # Later attempts write the same status (an API no-op, no event) or none at all.
+    assert all(w == failed for w in kube.writes[2:])
+    condition = find(kube.bundle["status"]["conditions"], rukpak.TYPE_UNPACKED)
+    assert condition is not None
+    assert condition["reason"] == rukpak.REASON_UNPACK_FAILED
+    # A new generation is reported as unpacking again.
+    kube.bundle["metadata"]["generation"] = 2
+    reconciler.reconcile("b")
+    assert kube.writes[-2]["phase"] == rukpak.PHASE_UNPACKING
