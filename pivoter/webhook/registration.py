@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from pivoter.apis import olmv1, rukpak
+from pivoter.apis import olmv1, pivoter, platform, rukpak
 from pivoter.webhook.server import PATHS
 
 __all__ = ["NAME", "configuration"]
@@ -87,6 +87,24 @@ def configuration(
                 "vbundledeployments.core.rukpak.io",
                 PATHS["bundledeployments"],
                 [rule(rukpak.GROUP, "bundledeployments", ["CREATE", "UPDATE"], "Cluster")],
+            ),
+            webhook(
+                "vresolutions.pivoter.io",
+                PATHS["resolutions"],
+                [rule(pivoter.GROUP, "resolutions", ["CREATE", "UPDATE"], "*", pivoter.VERSION)],
+            ),
+            webhook(
+                "vplatformoperators.platform.openshift.io",
+                PATHS["platformoperators"],
+                [
+                    rule(
+                        platform.GROUP,
+                        "platformoperators",
+                        ["CREATE", "UPDATE"],
+                        "*",
+                        platform.VERSION,
+                    )
+                ],
             ),
             webhook(
                 "vconfigmaps.core.rukpak.io",

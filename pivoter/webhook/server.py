@@ -24,8 +24,13 @@ from pivoter.kube import Kube, KubeError, NotFound, Resource
 from pivoter.kube.access import Subject, subject_access_review
 from pivoter.webhook.bundledeployments import validate_bundle_deployment
 from pivoter.webhook.bundles import validate_bundle
-from pivoter.webhook.clusterextensions import validate_cluster_extension
 from pivoter.webhook.configmaps import validate_config_map
+from pivoter.webhook.inputs import (
+    CLUSTER_EXTENSION,
+    PLATFORM_OPERATOR,
+    RESOLUTION,
+    validate_input,
+)
 from pivoter.webhook.review import Request, Validator, Verdict, deny, respond
 from resolver import safedata
 
@@ -39,6 +44,8 @@ PATHS = {
     "configmaps": "/validate-configmaps",
     "bundledeployments": "/validate-bundledeployments",
     "clusterextensions": "/validate-clusterextensions",
+    "resolutions": "/validate-resolutions",
+    "platformoperators": "/validate-platformoperators",
 }
 MAX_BODY = 8 * 1024 * 1024  # the API server's own request limit is 3 MiB per object
 
@@ -63,7 +70,9 @@ class WebhookServer:
             PATHS["bundles"]: lambda r: validate_bundle(r, self.read_config_map),
             PATHS["configmaps"]: self._config_map,
             PATHS["bundledeployments"]: lambda r: validate_bundle_deployment(r, self.can),
-            PATHS["clusterextensions"]: lambda r: validate_cluster_extension(r, self.can),
+            PATHS["clusterextensions"]: lambda r: validate_input(CLUSTER_EXTENSION, r, self.can),
+            PATHS["resolutions"]: lambda r: validate_input(RESOLUTION, r, self.can),
+            PATHS["platformoperators"]: lambda r: validate_input(PLATFORM_OPERATOR, r, self.can),
         }
         # Handshakes run per connection with timeouts (pivoter.httpserving): with failurePolicy
         # Fail, one idle client must not stall every admission request.

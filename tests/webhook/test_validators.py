@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -10,6 +11,13 @@ import pytest
 from pivoter.webhook.bundledeployments import validate_bundle_deployment
 from pivoter.webhook.bundles import IMMUTABLE_MESSAGE, validate_bundle
 from pivoter.webhook.configmaps import validate_config_map
+from pivoter.webhook.inputs import (
+    CLUSTER_EXTENSION,
+    PLATFORM_OPERATOR,
+    RESOLUTION,
+    InputKind,
+    validate_input,
+)
 from pivoter.webhook.review import Request, respond
 
 
@@ -168,3 +176,77 @@ def test_response_shape() -> None:
     }
     with pytest.raises(ValueError, match="AdmissionReview"):
         Request.from_review({"kind": "Pod"})
+
+
+def _spec(spec: dict[str, Any]) -> dict[str, Any]:
+    return {"metadata": {"name": "x"}, "spec": spec}
+
+
+@pytest.mark.parametrize(
+    ("kind", "with_account", "bare"),
+    [
+        (
+            RESOLUTION,
+            {"packages": [{"name": "p"}], "serviceAccount": {"name": "ok", "namespace": "ns"}},
+            {"packages": [{"name": "p"}]},
+        ),
+        (
+            CLUSTER_EXTENSION,
+            {"namespace": "ns", "serviceAccount": {"name": "ok"}, "source": {}},
+            {"namespace": "ns", "source": {}},
+        ),
+    ],
+)
+def test_inputs_need_impersonation_or_everything(
+    kind: InputKind, with_account: dict[str, Any], bare: dict[str, Any]
+) -> None:
+    asked: list[dict[str, str]] = []
+
+    def can(request: Request, attributes: Mapping[str, str]) -> tuple[bool, str]:
+        asked.append(dict(attributes))
+        return (attributes.get("verb") == "impersonate" and attributes["name"] == "ok"), ""
+
+    assert validate_input(kind, _review("CREATE", kind.kind, _spec(with_account)), can).allowed
+    assert asked[-1] == {
+        "verb": "impersonate",
+        "group": "",
+        "resource": "serviceaccounts",
+        "namespace": "ns",
+        "name": "ok",
+    }
+    other = json.loads(json.dumps(with_account))
+    other["serviceAccount"]["name"] = "admin"
+    verdict = validate_input(
+        kind, _review("UPDATE", kind.kind, _spec(other), _spec(with_account)), can
+    )
+    assert not verdict.allowed
+    assert "may not impersonate service account ns/admin" in verdict.message
+    denied = validate_input(kind, _review("CREATE", kind.kind, _spec(bare)), can)
+    assert not denied.allowed
+    assert f"may not create a {kind.kind} without spec.serviceAccount" in denied.message
+    assert asked[-1] == {"verb": "*", "group": "*", "resource": "*"}
+    count = len(asked)  # a metadata- or status-only update asks nothing
+    assert validate_input(kind, _review("UPDATE", kind.kind, _spec(bare), _spec(bare)), can).allowed
+    assert len(asked) == count
+
+
+def test_a_platform_operator_installs_as_pivoter_so_only_an_all_powerful_user_may_write_one() -> (
+    None
+):
+    def everything(request: Request, attributes: Mapping[str, str]) -> tuple[bool, str]:
+        return attributes == {"verb": "*", "group": "*", "resource": "*"}, ""
+
+    def nothing(request: Request, attributes: Mapping[str, str]) -> tuple[bool, str]:
+        return False, "no RBAC rule allows it"
+
+    operator = _spec({"package": {"name": "p"}})
+    assert validate_input(
+        PLATFORM_OPERATOR, _review("CREATE", "PlatformOperator", operator), everything
+    ).allowed
+    verdict = validate_input(
+        PLATFORM_OPERATOR, _review("CREATE", "PlatformOperator", operator), nothing
+    )
+    assert not verdict.allowed
+    assert verdict.message.startswith("alice may not create a PlatformOperator: it would install")
+    assert "use a Resolution naming a service account" in verdict.message
+    assert verdict.message.endswith("(no RBAC rule allows it)")

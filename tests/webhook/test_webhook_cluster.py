@@ -16,6 +16,8 @@ import pytest
 from pivoter.controllers.bundle import BUNDLES
 from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS
 from pivoter.kube import Forbidden, Invalid, Kube, KubeError, NotFound, apply, load_client
+from pivoter.platformoperators.controller import PLATFORM_OPERATORS
+from pivoter.resolutions.controller import RESOLUTIONS
 from pivoter.webhook.registration import NAME, configuration
 from pivoter.webhook.server import WebhookServer
 from provisioners.certs import issue_serving_certificate
@@ -213,4 +215,107 @@ def test_bundle_deployment_least_privilege(
     finally:
         for name in created:
             admin.delete(BUNDLE_DEPLOYMENTS, name)
+        user_client.close()  # type: ignore[no-untyped-call]
+
+
+def _grant(admin: Kube, user: str, rules: list[dict[str, Any]]) -> str:
+    """A ClusterRole with ``rules`` bound to ``user``; returns its name."""
+    role = unique_name("writer")
+    group = "rbac.authorization.k8s.io"
+    rbac = f"{group}/v1"
+    admin.create(
+        admin.resource(rbac, "ClusterRole"),
+        {
+            "apiVersion": rbac,
+            "kind": "ClusterRole",
+            "metadata": {"name": role, "labels": session_labels()},
+            "rules": rules,
+        },
+    )
+    admin.create(
+        admin.resource(rbac, "ClusterRoleBinding"),
+        {
+            "apiVersion": rbac,
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": role, "labels": session_labels()},
+            "roleRef": {"apiGroup": group, "kind": "ClusterRole", "name": role},
+            "subjects": [{"kind": "User", "name": user, "apiGroup": group}],
+        },
+    )
+    return role
+
+
+def test_inputs_least_privilege(
+    cluster: TestCluster, admin: Kube, namespace: str, webhook: WebhookServer
+) -> None:
+    """Writing a Resolution or a PlatformOperator never installs with more than the writer's own
+    rights: naming a service account needs the right to impersonate it, naming none (and every
+    PlatformOperator) installs as pivoter, which only a user allowed everything may ask for."""
+    user = unique_name("user")
+    sa = unique_name("sa")
+    _grant(
+        admin,
+        user,
+        [
+            {"apiGroups": ["pivoter.io"], "resources": ["resolutions"], "verbs": ["create"]},
+            {
+                "apiGroups": ["platform.openshift.io"],
+                "resources": ["platformoperators"],
+                "verbs": ["create"],
+            },
+            {
+                "apiGroups": [""],
+                "resources": ["serviceaccounts"],
+                "verbs": ["impersonate"],
+                "resourceNames": [sa],
+            },
+        ],
+    )
+    user_client = load_client(kubeconfig=str(cluster.user_kubeconfig(user)))
+    as_user = Kube(user_client)
+
+    def resolution(name: str, account: str | None) -> dict[str, Any]:
+        spec: dict[str, Any] = {"packages": [{"name": "p"}], "paused": True}
+        if account:
+            spec["serviceAccount"] = {"name": account, "namespace": namespace}
+        return {
+            "apiVersion": "pivoter.io/v1alpha1",
+            "kind": "Resolution",
+            "metadata": {"name": name, "labels": session_labels()},
+            "spec": spec,
+        }
+
+    operator = {
+        "apiVersion": "platform.openshift.io/v1alpha1",
+        "kind": "PlatformOperator",
+        "metadata": {"name": unique_name("po"), "labels": session_labels()},
+        "spec": {"package": {"name": "p"}},
+    }
+    created: list[tuple[Any, str]] = []
+    try:
+        denied = _eventually_denied(
+            lambda: as_user.create(RESOLUTIONS, resolution(unique_name("res"), None)),
+            "may not create a Resolution without spec.serviceAccount",
+        )
+        assert user in str(denied)
+        other = _eventually_denied(
+            lambda: as_user.create(RESOLUTIONS, resolution(unique_name("res"), "admin-sa")),
+            "may not impersonate service account",
+        )
+        assert f"{namespace}/admin-sa" in str(other)
+        allowed = as_user.create(RESOLUTIONS, resolution(unique_name("res"), sa))
+        created.append((RESOLUTIONS, allowed["metadata"]["name"]))
+        refused = _eventually_denied(
+            lambda: as_user.create(PLATFORM_OPERATORS, operator),
+            "may not create a PlatformOperator",
+        )
+        assert "use a Resolution naming a service account" in str(refused)
+        # The cluster admin may do everything, so may ask pivoter to install as itself.
+        bare = admin.create(RESOLUTIONS, resolution(unique_name("res"), None))
+        created.append((RESOLUTIONS, bare["metadata"]["name"]))
+        by_admin = admin.create(PLATFORM_OPERATORS, operator)
+        created.append((PLATFORM_OPERATORS, by_admin["metadata"]["name"]))
+    finally:
+        for resource, name in created:
+            admin.delete(resource, name)
         user_client.close()  # type: ignore[no-untyped-call]
