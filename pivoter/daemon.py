@@ -40,6 +40,7 @@ from pivoter.kube.identities import Identities
 from pivoter.observability import EndpointsError, Metrics
 from pivoter.pivot import PivotRecord, Preparer, keep_on_delete
 from pivoter.runtime import LeaderElectionConfig, Manager, ManagerExit, default_identity
+from pivoter.runtime.leaderlabel import LeaderLabel
 
 __all__ = [
     "DEFAULT_LEASE",
@@ -135,6 +136,10 @@ def run(options: Options, start_webhook: WebhookStarter | None = None) -> Manage
         servers = _setup_product(manager, options, namespace, start_webhook)
     except (KubeError, OSError, ValueError) as exc:
         raise DaemonError(f"cannot set up the controllers: {exc}") from exc
+    label = LeaderLabel.from_environment(manager.kube)
+    if label is not None:  # in a Pod: the leader's carries the label (pivoter.runtime.leaderlabel)
+        label.mark(False)
+        manager.on_leading(label.mark)
     log.info("starting with %d controllers", len(manager.controllers))
     try:
         return manager.run(install_signal_handlers=True)

@@ -27,7 +27,7 @@ import signal
 import socket
 import threading
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from types import FrameType
 
 from pivoter.kube.client import Kube
@@ -76,6 +76,8 @@ class Manager:
         # counted in pivoter_kube_requests_total.
         kube.observer = self.metrics.count_kube_request
         self.leader_election = leader_election
+        self._leading_hooks: list[Callable[[bool], None]] = []
+        self._told_leading = False
         self.shutdown_timeout = shutdown_timeout
         self.controllers: list[Controller] = []
         self.elector: LeaderElector | None = None
@@ -269,6 +271,21 @@ class Manager:
                 controller.start()
             self._controllers_started.set()
         log.info("caches synced; %d controllers running", len(self.controllers))
+        with self._lock:
+            self._told_leading = True
+        self._tell_leading(True)
+
+    def on_leading(self, hook: Callable[[bool], None]) -> None:
+        """Call ``hook(True)`` once this process's controllers run (it leads, or there is no
+        election) and ``hook(False)`` when they stop (leadership lost, shutdown)."""
+        self._leading_hooks.append(hook)
+
+    def _tell_leading(self, leading: bool) -> None:
+        for hook in self._leading_hooks:
+            try:
+                hook(leading)
+            except Exception:  # a hook never stops the manager
+                log.exception("leadership hook failed")
 
     def _stopped_leading(self) -> None:
         if self._stop.is_set():
@@ -282,6 +299,9 @@ class Manager:
     def _stop_controllers(self) -> None:
         with self._lock:
             started = self._controllers_started.is_set()
+            told, self._told_leading = self._told_leading, False
+        if told:
+            self._tell_leading(False)
         if started:
             for controller in self.controllers:
                 controller.stop(self.shutdown_timeout)

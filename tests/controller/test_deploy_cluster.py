@@ -80,6 +80,7 @@ def test_the_manifests_are_complete() -> None:
             "RoleBinding",
             "Deployment",
             "Service",
+            "Service",
             "Job",
             "PodDisruptionBudget",
         ]
@@ -121,7 +122,7 @@ def test_kubectl_server_side_dry_run_accepts_them_without_warnings(
         check=False,
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.count("(server dry run)") == 15
+    assert result.stdout.count("(server dry run)") == len(_documents())
     # The namespace enforces Pod Security "restricted": a non-compliant pod template would
     # produce "Warning: would violate PodSecurity" here.
     assert "Warning" not in result.stderr, result.stderr
@@ -205,6 +206,13 @@ def test_without_the_installer_the_daemon_has_only_what_it_needs(
     assert not _can(kube, user, "create", ("apiextensions.k8s.io", "customresourcedefinitions"), "")
     assert not _can(kube, user, "escalate", ("rbac.authorization.k8s.io", "clusterroles"), "")
     assert not _can(kube, user, "create", ("authentication.k8s.io", "tokenreviews"), "")
+    # OLM v1's kinds and OLM v0's CatalogSources are read; its own Pods labelled, no others.
+    assert _can(kube, user, "watch", ("olm.operatorframework.io", "clusterextensions"), "")
+    assert _can(kube, user, "patch", ("olm.operatorframework.io", "clustercatalogs/status"), "")
+    assert not _can(kube, user, "create", ("olm.operatorframework.io", "clusterextensions"), "")
+    assert _can(kube, user, "list", ("operators.coreos.com", "catalogsources"), namespace)
+    assert _can(kube, user, "patch", ("", "pods"), deploy_namespace)
+    assert not _can(kube, user, "patch", ("", "pods"), namespace)
     # The certificate Job's account may make its one Secret and read back only that one.
     job = f"system:serviceaccount:{deploy_namespace}:pivoter-webhook-cert"
     assert _can(kube, job, "get", ("", "secrets"), deploy_namespace, name="pivoter-webhook-cert")

@@ -24,6 +24,7 @@ from pivoter.runtime import (
     ManagerExit,
     Result,
 )
+from pivoter.runtime.leaderlabel import LABEL, PODS, LeaderLabel
 from tests.cluster import wait_for
 
 pytestmark = pytest.mark.cluster
@@ -173,3 +174,58 @@ def test_a_lost_lease_stops_the_controllers(kube: Kube, namespace: str) -> None:
     finally:
         manager.stop()
         runner.join(30)
+
+
+def _pod(kube: Kube, namespace: str, name: str) -> None:
+    kube.create(
+        PODS,
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name},
+            "spec": {"containers": [{"name": "c", "image": "example.invalid/x:1"}]},
+        },
+        namespace,
+    )
+
+
+def _labelled(kube: Kube, namespace: str, name: str) -> bool:
+    labels = kube.get(PODS, name, namespace)["metadata"].get("labels") or {}
+    return labels.get(LABEL) == "true"
+
+
+def test_the_leaders_pod_alone_carries_the_leader_label(kube: Kube, namespace: str) -> None:
+    """What a Service selecting pivoter.io/leader=true reaches: the leader, then its successor."""
+    managers = {}
+    runners = {}
+    for name in ("a", "b"):
+        _pod(kube, namespace, name)
+        managers[name] = Manager(kube, leader_election=_config(namespace, name))
+        label = LeaderLabel.from_environment(kube, {"POD_NAME": name, "POD_NAMESPACE": namespace})
+        assert label is not None
+        label.mark(False)
+        managers[name].on_leading(label.mark)
+    try:
+        runners["a"] = threading.Thread(target=managers["a"].run, daemon=True)
+        runners["a"].start()
+        wait_for(lambda: _labelled(kube, namespace, "a"), timeout=30, what="a's pod labelled")
+        runners["b"] = threading.Thread(target=managers["b"].run, daemon=True)
+        runners["b"].start()
+        time.sleep(2 * FAST["lease_duration"])  # b stands by
+        assert not _labelled(kube, namespace, "b")
+        assert _labelled(kube, namespace, "a")
+        managers["a"].stop()  # a graceful stop: the label goes with the lease
+        runners["a"].join(30)
+        assert not _labelled(kube, namespace, "a")
+        wait_for(lambda: _labelled(kube, namespace, "b"), timeout=30, what="b's pod labelled")
+    finally:
+        for name, manager in managers.items():
+            manager.stop()
+            if name in runners:
+                runners[name].join(30)
+    assert not _labelled(kube, namespace, "b")
+
+
+def test_outside_a_pod_there_is_no_label_to_keep() -> None:
+    assert LeaderLabel.from_environment(Kube.__new__(Kube), {}) is None
+    assert LeaderLabel.from_environment(Kube.__new__(Kube), {"POD_NAME": "p"}) is None
