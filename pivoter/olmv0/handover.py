@@ -105,13 +105,15 @@ def start(kube: Kube, installed: Installed, name: str) -> Object:
         installed, name=name, adoption_step=PLANNING, object_names=object_names(kube, installed)
     )
     try:
-        return kube.create(RESOLUTIONS, body)
+        created = kube.create(RESOLUTIONS, body)
     except Conflict:
         existing = kube.get(RESOLUTIONS, name)
         recorded = (existing["metadata"].get("annotations") or {}).get(ANNOTATION_SUBSCRIPTION)
         if not recorded or json.loads(recorded).get("name") != installed.name:
             raise
         return existing
+    _hold(PLANNING)
+    return created
 
 
 def _annotations(res: Object) -> dict[str, str]:
@@ -125,8 +127,12 @@ def _record(kube: Kube, name: str, step: str, message: str = "") -> None:
         name,
         {"metadata": {"annotations": {ANNOTATION_ADOPTION: step, ANNOTATION_MESSAGE: message}}},
     )
-    hold = os.environ.get(PAUSE_HOOK)
-    if hold and hold == step:
+    _hold(step)
+
+
+def _hold(step: str) -> None:
+    """The test hook: block for good right after ``step`` was recorded."""
+    if os.environ.get(PAUSE_HOOK) == step:
         log.warning("test hook %s: holding the adoption in %s", PAUSE_HOOK, step)
         while True:
             time.sleep(3600)

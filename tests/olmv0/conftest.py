@@ -13,10 +13,15 @@ from provisioners.apply.kubeapi import KubeAPI
 from tests.cluster import TestCluster
 from tests.olmv0.content import BundleDir, write_fbc
 from tests.olmv0.peer import OlmV0
-from tests.resolutions.conftest import bundle_registry, env, input_crds
+from tests.resolutions.conftest import bundle_registry, content, env, input_crds
 from tests.wire.conftest import OpmServer
 
-__all__ = ["bundle_registry", "env", "input_crds"]  # the Resolution controllers, in process
+__all__ = [
+    "bundle_registry",
+    "content",
+    "env",
+    "input_crds",
+]  # the Resolution controllers, in process
 
 
 @pytest.fixture(scope="package")

@@ -61,6 +61,13 @@ def _walk(path: str, olm: Any, piv: Any, out: list[tuple[str, Any, Any]]) -> Non
     out.append((path, olm, piv))
 
 
+def field_differences(olm: Any, piv: Any) -> list[tuple[str, Any, Any]]:
+    """Every (path, left, right) where two JSON values differ (lists of named items by name)."""
+    found: list[tuple[str, Any, Any]] = []
+    _walk("", olm, piv, found)
+    return found
+
+
 def _named(items: list[Any]) -> bool:
     return bool(items) and all(isinstance(i, dict) and "name" in i for i in items)
 

@@ -223,7 +223,15 @@ class OlmV0:
             except NotFound:
                 return None
             seen["csv"] = {k: v for k, v in (csv.get("status") or {}).items() if k != "conditions"}
-            return installed if (csv.get("status") or {}).get("phase") == "Succeeded" else None
+            if (csv.get("status") or {}).get("phase") != "Succeeded":
+                return None
+            # OLM v0 marks the InstallPlan Complete a moment after the CSV succeeded.
+            plans = self.kube.list(INSTALL_PLANS, namespace)[0]
+            seen["plans"] = {
+                p["metadata"]["name"]: (p.get("status") or {}).get("phase") for p in plans
+            }
+            done = all(phase in ("Complete", "Failed") for phase in seen["plans"].values())
+            return installed if done else None
 
         return str(
             wait_for(

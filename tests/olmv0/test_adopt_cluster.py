@@ -9,6 +9,7 @@ command runs as ``pivoter adopt`` does for a user, in a subprocess.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -24,6 +25,7 @@ from pivoter.resolutions import RESOLUTIONS
 from tests.catalogs.conftest import CatalogServer
 from tests.cluster import TestCluster, session_labels, unique_name, wait_for
 from tests.olmv0.content import BundleDir, new_version, push_bundle, read_bundle, write_fbc
+from tests.olmv0.differences import field_differences
 from tests.olmv0.peer import CSVS, SUBSCRIPTIONS, OlmV0
 from tests.registry_v1.helpers import bundle
 from tests.resolutions.conftest import Env, is_
@@ -74,7 +76,8 @@ def _namespace(env: Env) -> str:
 
 def _uids(env: Env, namespace: str, crds: list[str]) -> dict[tuple[str, str], str]:
     """uid of every object OLM v0 (or anyone) keeps in ``namespace``, and of the cluster-scoped
-    objects that carry OLM v0's owner label for it or are the bundle's CRDs."""
+    objects that carry OLM v0's owner label for it or are the bundle's own (``crds``: the names
+    of the bundle's cluster-scoped manifests)."""
     uids: dict[tuple[str, str], str] = {}
     for resource in NAMESPACED:
         for obj in env.kube.list(resource, namespace)[0]:
@@ -89,6 +92,12 @@ def _uids(env: Env, namespace: str, crds: list[str]) -> dict[tuple[str, str], st
             ):
                 uids[(resource.kind, meta["name"])] = meta["uid"]
     return uids
+
+
+def _cluster_scoped(b: BundleDir) -> list[str]:
+    """Names of the bundle's cluster-scoped manifests (CRDs, ClusterRoles, ...)."""
+    kinds = {r.kind for r in CLUSTER}
+    return [o["metadata"]["name"] for o in b.manifests() if o["kind"] in kinds]
 
 
 def _pods(env: Env, namespace: str) -> dict[str, str]:
@@ -131,9 +140,7 @@ def test_adopt_kube_green_in_place_then_upgrade_it_with_a_pivot(
     olm.subscription(namespace, green.package, "alpha", source)
     csv = olm.wait_installed(namespace, green.package)
     _pivoter_catalog(env, [green])
-    crds = [
-        o["metadata"]["name"] for o in green.manifests() if o["kind"] == "CustomResourceDefinition"
-    ]
+    crds = _cluster_scoped(green)
     before = _uids(env, namespace, crds)
     deployment = env.kube.get(DEPLOYMENTS, "kube-green-controller-manager", namespace)
     pods = _pods(env, namespace)
@@ -147,6 +154,7 @@ def test_adopt_kube_green_in_place_then_upgrade_it_with_a_pivot(
     adopted = _adopt(cluster, "--subscription", f"{namespace}/{green.package}", "--timeout", "300")
     assert adopted.returncode == 0, adopted.stderr + adopted.stdout
     name = resolution_name(namespace, green.package)
+    env.created.append((RESOLUTIONS, name))  # uninstalled at the end, while the controllers run
     res = env.get(name)
     assert res["metadata"]["annotations"][ANNOTATION_ADOPTION] == "Adopted"
     assert "versionRange" not in res["spec"]["packages"][0]
@@ -169,8 +177,10 @@ def test_adopt_kube_green_in_place_then_upgrade_it_with_a_pivot(
     assert created == [], f"the adoption created objects OLM v0 had made: {created}"
     # No rollout: same Deployment generation and template, same ReplicaSet, same pods.
     now = env.kube.get(DEPLOYMENTS, "kube-green-controller-manager", namespace)
+    changed = field_differences(deployment["spec"], now["spec"])
+    assert changed == [], f"the Deployment's spec changed: {changed}"
+    assert json.dumps(now["spec"]) == json.dumps(deployment["spec"]), "reordered"
     assert now["metadata"]["generation"] == deployment["metadata"]["generation"]
-    assert now["spec"]["template"] == deployment["spec"]["template"]
     assert _pods(env, namespace) == pods
     # Every object has one manager: pivoter's child; nothing carries OLM v0's owner marks.
     for kind, where in inventory:
@@ -244,3 +254,44 @@ def test_refusals_on_real_olm_objects(
         r["metadata"]["labels"]["olmv0.pivoter.io/namespace"] not in (manual, two)
         for r in env.kube.list(RESOLUTIONS, label_selector="olmv0.pivoter.io/namespace")[0]
     )
+
+
+def test_undo_hands_an_adopted_operator_back_to_olm(
+    cluster: TestCluster,
+    olm: OlmV0,
+    olm_catalog: Callable[[list[BundleDir]], str],
+    env: Env,
+) -> None:
+    aqua = read_bundle(bundle("aqua"))
+    namespace = _namespace(env)
+    source = olm.catalog_source(namespace, olm_catalog([aqua]))
+    olm.operator_group(namespace, [namespace])
+    olm.subscription(namespace, aqua.package, aqua.channels[0], source)
+    csv = olm.wait_installed(namespace, aqua.package)
+    _pivoter_catalog(env, [aqua])
+    deployment = env.kube.get(DEPLOYMENTS, "aqua-operator", namespace)
+    adopted = _adopt(cluster, "--subscription", f"{namespace}/{aqua.package}", "--timeout", "300")
+    assert adopted.returncode == 0, adopted.stderr
+    name = resolution_name(namespace, aqua.package)
+
+    back = _adopt(cluster, "--subscription", f"{namespace}/{aqua.package}", "--undo")
+    assert back.returncode == 0, back.stderr + back.stdout
+    assert (
+        f"handed back: Subscription {namespace}/{aqua.package} runs CSV {csv} again" in back.stdout
+    )
+    with pytest.raises(NotFound):
+        env.get(name)
+    sub = env.kube.get(SUBSCRIPTIONS, aqua.package, namespace)
+    assert sub["spec"]["startingCSV"] == csv
+    assert olm.wait_installed(namespace, aqua.package) == csv
+    # OLM v0 took the running Deployment back: the same object, labelled by OLM v0 again.
+    now = env.kube.get(DEPLOYMENTS, "aqua-operator", namespace)
+    assert now["metadata"]["uid"] == deployment["metadata"]["uid"]
+    assert now["metadata"]["labels"][LABEL_OWNER] == csv
+    assert "core.rukpak.io/owner-name" not in now["metadata"]["labels"]
+    again = _adopt(cluster, "--subscription", f"{namespace}/{aqua.package}", "--undo")
+    assert again.returncode == 3
+    assert "nothing adopted from OLM v0" in again.stderr
+    olm.kube.delete(SUBSCRIPTIONS, aqua.package, namespace)
+    olm.kube.delete(CSVS, csv, namespace)
+    env.kube.delete(NAMESPACES, namespace)

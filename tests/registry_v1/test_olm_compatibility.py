@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from provisioners.formats.registry_v1 import CertificatePolicy, RegistryV1, plan_certificate
-from provisioners.formats.registry_v1.certificates import secret_object
+from provisioners.certs import issue_serving_certificate
+from provisioners.formats.registry_v1 import RegistryV1
 from provisioners.formats.registry_v1.errors import InvalidInstallConfigError
 from tests.registry_v1.helpers import bundle
 
@@ -23,15 +23,22 @@ SERVICE = "kube-green-controller-manager-service"
 
 
 def _olm_secret(namespace: str) -> dict[str, Any]:
-    """A Secret as OLM v0 writes it: tls.crt, tls.key and the CA under olmCAKey, no ca.crt."""
-    policy = CertificatePolicy(validity=timedelta(days=730), renew_before=timedelta(days=30))
-    plan = plan_certificate(None, service=SERVICE, namespace=namespace, now=NOW, policy=policy)
-    ours = secret_object(f"{SERVICE}-cert", namespace, plan.certificate)["data"]
+    """A Secret as OLM v0 writes it: a certificate for the names OLM v0 issues (not the bare
+    Service name), tls.crt, tls.key and the CA under olmCAKey, no ca.crt."""
+    hosts = [f"{SERVICE}.{namespace}", f"{SERVICE}.{namespace}.svc"]
+    hosts.append(f"{SERVICE}.{namespace}.svc.cluster.local")
+    issued = issue_serving_certificate(
+        hosts, ca_name="olm-selfsigned", validity=timedelta(days=730), now=NOW
+    )
+
+    def encoded(data: bytes) -> str:
+        return base64.b64encode(data).decode()
+
     return {
         "data": {
-            "tls.crt": ours["tls.crt"],
-            "tls.key": ours["tls.key"],
-            "olmCAKey": ours["olmCAKey"],
+            "tls.crt": encoded(issued.certificate),
+            "tls.key": encoded(issued.private_key),
+            "olmCAKey": encoded(issued.ca),
         }
     }
 

@@ -211,42 +211,46 @@ def _service(
 
 
 def _mount_certificate(deployment: dict[str, Any], secret: str, plan: CertificatePlan) -> None:
+    """Mount the certificate as OLM v0 does, in its order (so that an operator adopted from
+    OLM v0 keeps its pod template): the ``apiservice-cert`` volume, then ``webhook-cert``, each
+    replacing a volume of that name in place or appended; in each container a mount of that
+    volume is kept, a mount at its path is replaced in place, else one is appended."""
     template = deployment["spec"]["template"]
     pod = template["spec"]
-    mounts = {WEBHOOK_CERT_PATH: WEBHOOK_CERT_VOLUME, APISERVICE_CERT_PATH: APISERVICE_CERT_VOLUME}
-    volumes = [v for v in pod.get("volumes", []) if v.get("name") not in mounts.values()]
-    volumes.append(
-        {
-            "name": APISERVICE_CERT_VOLUME,
+    certs = (
+        (APISERVICE_CERT_VOLUME, APISERVICE_CERT_PATH, ("apiserver.crt", "apiserver.key")),
+        (WEBHOOK_CERT_VOLUME, WEBHOOK_CERT_PATH, ("tls.crt", "tls.key")),
+    )
+    volumes = list(pod.get("volumes", []))
+    for name, path, (crt, key) in certs:
+        volume = {
+            "name": name,
             "secret": {
                 "secretName": secret,
-                "items": [
-                    {"key": "tls.crt", "path": "apiserver.crt"},
-                    {"key": "tls.key", "path": "apiserver.key"},
-                ],
+                "items": [{"key": "tls.crt", "path": crt}, {"key": "tls.key", "path": key}],
             },
         }
-    )
-    volumes.append(
-        {
-            "name": WEBHOOK_CERT_VOLUME,
-            "secret": {
-                "secretName": secret,
-                "items": [
-                    {"key": "tls.crt", "path": "tls.crt"},
-                    {"key": "tls.key", "path": "tls.key"},
-                ],
-            },
-        }
-    )
-    for container in pod.get("containers", []):
-        kept = [
-            m
-            for m in container.get("volumeMounts", [])
-            if m.get("mountPath") not in mounts and m.get("name") not in mounts.values()
-        ]
-        kept.extend({"name": v, "mountPath": p} for p, v in mounts.items())
-        container["volumeMounts"] = kept
+        index = next((i for i, v in enumerate(volumes) if v.get("name") == name), None)
+        if index is None:
+            volumes.append(volume)
+        else:
+            volumes[index] = volume
+        for container in pod.get("containers", []):
+            mounts = list(container.get("volumeMounts", []))
+            mount = {"name": name, "mountPath": path}
+            at = next(
+                (
+                    i
+                    for i, m in enumerate(mounts)
+                    if m.get("name") == name or m.get("mountPath") == path
+                ),
+                None,
+            )
+            if at is None:
+                mounts.append(mount)
+            elif mounts[at].get("name") != name:
+                mounts[at] = mount
+            container["volumeMounts"] = mounts
     # A volume the bundle meant for its own copy of the certificate is now mounted nowhere.
     used = {
         m.get("name")
