@@ -153,7 +153,19 @@ def test_cli_serve_starts_and_answers(tmp_path: Path) -> None:
 def test_cli_serve_refuses_a_broken_directory(tmp_path: Path) -> None:
     (tmp_path / "bad.yaml").write_text("schema: olm.package\nname: Bad_Name\n")
     result = subprocess.run(
-        [sys.executable, "-m", "pivoter.cli.main", "catalog", "serve", str(tmp_path)],
+        # Port 0: the default ports may be taken by another test or program on this machine.
+        [
+            sys.executable,
+            "-m",
+            "pivoter.cli.main",
+            "catalog",
+            "serve",
+            str(tmp_path),
+            "--grpc-port",
+            "0",
+            "--http-port",
+            "0",
+        ],
         check=False,
         capture_output=True,
         text=True,
