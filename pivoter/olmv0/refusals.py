@@ -111,14 +111,16 @@ def _group_reasons(installed: Installed) -> list[str]:
 def refusals(installed: Installed) -> list[str]:
     """Why ``installed`` cannot be adopted safely (empty: it can)."""
     where = f"Subscription {installed.ref}"
+    reasons = _group_reasons(installed)
+    reasons += [r for p in installed.install_plans if (r := _plan_reason(p))]
     if not installed.installed_csv:
         return [
             f"{where} has no installed CSV yet (status.installedCSV is empty): adopt it once "
-            "OLM v0 has installed it"
+            "OLM v0 has installed it",
+            *reasons,
         ]
     if installed.csv is None:
-        return [f"{where} names CSV {installed.installed_csv}, which does not exist"]
-    reasons: list[str] = []
+        return [f"{where} names CSV {installed.installed_csv}, which does not exist", *reasons]
     csv = installed.csv
     phase = installed.phase or "(none)"
     if phase == "Failed":
@@ -133,14 +135,12 @@ def refusals(installed: Installed) -> list[str]:
             f"CSV {installed.installed_csv} is in phase {phase}, not Succeeded: OLM v0 is still "
             "working on it; adopt once it has succeeded"
         )
-    reasons += [r for p in installed.install_plans if (r := _plan_reason(p))]
     state = str((installed.subscription.get("status") or {}).get("state") or "")
     if state == "UpgradePending":
         reasons.append(
             f"{where} is in state UpgradePending: OLM v0 is upgrading it; adopt once it is "
             "AtLatestKnown"
         )
-    reasons += _group_reasons(installed)
     targets = target_namespaces(csv)
     if targets is None:
         reasons.append(

@@ -192,8 +192,17 @@ def test_adopt_kube_green_in_place_then_upgrade_it_with_a_pivot(
         assert LABEL_OWNER not in labels, where
         owners = obj["metadata"].get("ownerReferences") or []
         assert not [o for o in owners if o["kind"] == "ClusterServiceVersion"], where
-    leftovers = [k for k in after if k not in inventory and k[0] != "Secret"]
-    assert not [k for k in leftovers if k[0] not in ("ConfigMap", "ServiceAccount")], leftovers
+    # Besides pivoter's, only what every namespace has and the OperatorGroup's own roles (the
+    # OperatorGroup stays: it is the user's, and other Subscriptions may use it).
+    leftovers = [
+        k
+        for k in after
+        if k not in inventory
+        and k[1].rpartition("/")[2] not in ("kube-root-ca.crt", "default")
+        and not k[1].startswith("olm.og.")
+        and k[0] != "Secret"
+    ]
+    assert leftovers == []
 
     # The catalog gains a version: pivoter pivots to it (a rollout, as an upgrade is).
     newer = new_version(green, "0.6.1", tmp_path, env={"UPGRADED_BY": "pivoter"})
@@ -220,7 +229,7 @@ def test_refusals_on_real_olm_objects(
     env: Env,
 ) -> None:
     green = read_bundle(bundle("kube-green"))
-    address = olm_catalog([green])
+    address = olm_catalog([green, read_bundle(bundle("aqua"))])
     # A Manual Subscription: its InstallPlan waits for approval.
     manual = _namespace(env)
     source = olm.catalog_source(manual, address)
@@ -237,6 +246,29 @@ def test_refusals_on_real_olm_objects(
     assert (
         f"refused: Subscription {manual}/{green.package} has no installed CSV yet" in refused.stderr
     )
+    assert (
+        "is awaiting approval: OLM v0 is in the middle of an install or upgrade" in refused.stderr
+    )
+    # A CSV OLM v0 failed: aqua does not support AllNamespaces.
+    aqua = read_bundle(bundle("aqua"))
+    failed = _namespace(env)
+    olm.operator_group(failed, None)
+    olm.subscription(failed, aqua.package, aqua.channels[0], olm.catalog_source(failed, address))
+    olm.wait_csv(
+        failed,
+        aqua.name,
+        lambda c: (c.get("status") or {}).get("phase") == "Failed",
+        what="OLM v0 to fail aqua in an AllNamespaces OperatorGroup",
+    )
+    refused = _adopt(cluster, "--subscription", f"{failed}/{aqua.package}")
+    assert refused.returncode == 3
+    assert (
+        f"refused: CSV {aqua.name} is in phase Failed (UnsupportedOperatorGroup" in refused.stderr
+    )
+    assert "pivoter would take over a broken install" in refused.stderr
+    assert "which CSV aqua-operator.v6.5.5 does not support" in refused.stderr
+    with pytest.raises(NotFound):
+        env.get(resolution_name(failed, aqua.package))
     # Two OperatorGroups (OLM v0 stops there too), and a selector-based one.
     two = _namespace(env)
     olm.operator_group(two, None)
@@ -248,7 +280,7 @@ def test_refusals_on_real_olm_objects(
     nothing = _adopt(cluster, "--olm-namespace", _namespace(env), "--dry-run")
     assert nothing.returncode == 3
     assert "has no Subscription to adopt" in nothing.stderr
-    for ns in (manual, two):
+    for ns in (manual, two, failed):
         env.kube.delete(NAMESPACES, ns)
     assert not env.kube.list(RESOLUTIONS, label_selector="olmv0.pivoter.io/namespace")[0] or all(
         r["metadata"]["labels"]["olmv0.pivoter.io/namespace"] not in (manual, two)
