@@ -108,33 +108,43 @@ def _group_reasons(installed: Installed) -> list[str]:
     return []
 
 
+def _phase_reasons(installed: Installed) -> list[str]:
+    """Why the CSV's phase does not allow an adoption."""
+    csv = installed.csv
+    if csv is None:
+        return []
+    name = csv["metadata"]["name"]
+    phase = installed.phase or "(none)"
+    if phase == "Failed":
+        status = csv.get("status") or {}
+        return [
+            f"CSV {name} is in phase Failed ({status.get('reason', '')}: "
+            f"{status.get('message', '')}): pivoter would take over a broken install; fix it "
+            "with OLM v0 (or delete it) first"
+        ]
+    if phase != "Succeeded":
+        return [
+            f"CSV {name} is in phase {phase}, not Succeeded: OLM v0 is still working on it; "
+            "adopt once it has succeeded"
+        ]
+    return []
+
+
 def refusals(installed: Installed) -> list[str]:
     """Why ``installed`` cannot be adopted safely (empty: it can)."""
     where = f"Subscription {installed.ref}"
     reasons = _group_reasons(installed)
     reasons += [r for p in installed.install_plans if (r := _plan_reason(p))]
     if not installed.installed_csv:
-        return [
+        first = [
             f"{where} has no installed CSV yet (status.installedCSV is empty): adopt it once "
-            "OLM v0 has installed it",
-            *reasons,
+            "OLM v0 has installed it"
         ]
+        return first + _phase_reasons(installed) + reasons
     if installed.csv is None:
         return [f"{where} names CSV {installed.installed_csv}, which does not exist", *reasons]
     csv = installed.csv
-    phase = installed.phase or "(none)"
-    if phase == "Failed":
-        status = csv.get("status") or {}
-        reasons.append(
-            f"CSV {installed.installed_csv} is in phase Failed ({status.get('reason', '')}: "
-            f"{status.get('message', '')}): pivoter would take over a broken install; fix it "
-            "with OLM v0 (or delete it) first"
-        )
-    elif phase != "Succeeded":
-        reasons.append(
-            f"CSV {installed.installed_csv} is in phase {phase}, not Succeeded: OLM v0 is still "
-            "working on it; adopt once it has succeeded"
-        )
+    reasons += _phase_reasons(installed)
     state = str((installed.subscription.get("status") or {}).get("state") or "")
     if state == "UpgradePending":
         reasons.append(

@@ -35,6 +35,7 @@ class Installed:
     namespace: str
     subscription: Object
     csv: Object | None
+    """The installed CSV (before the first install: the one OLM v0 is installing, if any)."""
     operator_groups: tuple[Object, ...]
     install_plans: tuple[Object, ...]
     """The InstallPlans owned by this Subscription."""
@@ -120,8 +121,11 @@ def survey(kube: Kube, namespace: str, subscription: str = "") -> NamespaceSurve
     found: list[Installed] = []
     for sub in sorted(subscriptions, key=lambda s: str(s["metadata"]["name"])):
         name = str(sub["metadata"]["name"])
-        installed = str((sub.get("status") or {}).get("installedCSV") or "")
-        csv = by_name.get(installed) if installed else None
+        status = sub.get("status") or {}
+        installed = str(status.get("installedCSV") or "")
+        # Before anything was installed, the CSV being installed (to report a failed one).
+        current = installed or str(status.get("currentCSV") or "")
+        csv = by_name.get(current) if current else None
         if installed and csv is None:
             try:
                 csv = kube.get(CSVS, installed, namespace)

@@ -1,7 +1,8 @@
 """Hand an adopted operator back to OLM v0 (``pivoter adopt --undo``), while OLM v0 still runs.
 
-In this order: the Resolution is deleted with ``deletionPolicy: Orphan`` (its children let go
-of the objects, which keep running), then the Subscription is re-created as it was adopted,
+In this order: the Resolution is deleted with ``deletionPolicy: Orphan``, its children are
+deleted without uninstalling (their finalizer removed) and pivoter's owner labels are taken off
+the objects, which keep running; then the Subscription is re-created as it was adopted,
 with ``startingCSV`` set to the bundle pivoter runs now, so OLM v0 installs exactly that CSV
 over the running objects (it updates what exists by name). Webhook configurations pivoter
 managed are deleted once the CSV has succeeded: OLM v0 finds its own by label and creates new
@@ -18,7 +19,7 @@ import json
 import time
 from typing import Any
 
-from pivoter.controllers.bundledeployment import inventory_of
+from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS, inventory_of
 from pivoter.kube import Conflict, Kube, NotFound, Object
 from pivoter.olmv0.mapping import ANNOTATION_ADOPTION, ANNOTATION_SUBSCRIPTION, LABEL_ADOPTED_FROM
 from pivoter.olmv0.resources import CSVS, LABEL_OWNER, SUBSCRIPTIONS
@@ -29,6 +30,8 @@ from pivoter.resolvesets import InputRef
 __all__ = ["adopted", "describe", "hand_back"]
 
 POLL = 1.0
+PIVOTER_LABELS = ("core.rukpak.io/owner-kind", "core.rukpak.io/owner-name")
+"""The owner labels pivoter's BundleDeployments put on what they apply."""
 
 
 def _recorded(res: Object) -> dict[str, Any]:
@@ -77,12 +80,9 @@ def hand_back(kube: Kube, res: Object, *, timeout: float) -> str:
     recorded = _recorded(res)
     namespace, subscription = str(recorded["namespace"]), str(recorded["name"])
     starting = _bundle(res)
-    webhooks = [
-        ref
-        for bd in Children(kube, InputRef("Resolution", name)).list().values()
-        for ref in inventory_of(bd.get("status"))
-        if ref.kind.endswith("WebhookConfiguration")
-    ]
+    children = Children(kube, InputRef("Resolution", name)).list()
+    inventory = [ref for bd in children.values() for ref in inventory_of(bd.get("status"))]
+    webhooks = [ref for ref in inventory if ref.kind.endswith("WebhookConfiguration")]
     kube.merge_patch(RESOLUTIONS, name, {"spec": {"deletionPolicy": "Orphan"}})
     with contextlib.suppress(NotFound):
         kube.delete(RESOLUTIONS, name)
@@ -96,6 +96,18 @@ def hand_back(kube: Kube, res: Object, *, timeout: float) -> str:
 
     if not _wait(gone, timeout):
         return f"Resolution {name} was not deleted within {timeout:g} s (is the daemon running?)"
+    # The orphaned children would still correct drift: they go without their finalizer (which
+    # would uninstall), and the objects lose pivoter's owner labels.
+    for bd in children.values():
+        with contextlib.suppress(NotFound):
+            current = kube.get(BUNDLE_DEPLOYMENTS, bd["metadata"]["name"])
+            kube.set_finalizers(BUNDLE_DEPLOYMENTS, current, [])
+            kube.delete(BUNDLE_DEPLOYMENTS, bd["metadata"]["name"])
+    for ref in inventory:
+        resource = kube.resource(ref.api_version, ref.kind)
+        patch = {"metadata": {"labels": dict.fromkeys(PIVOTER_LABELS)}}
+        with contextlib.suppress(NotFound):
+            kube.merge_patch(resource, ref.name, patch, ref.namespace or None)
     spec = {**dict(recorded.get("spec") or {}), "startingCSV": starting}
     body = {
         "apiVersion": SUBSCRIPTIONS.api_version,

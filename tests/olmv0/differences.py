@@ -75,14 +75,15 @@ def _named(items: list[Any]) -> bool:
 def _content(obj: Mapping[str, Any]) -> str:
     """What identifies an object whose two installs name it differently."""
     kind = obj["kind"]
+    namespace = (obj.get("metadata") or {}).get("namespace", "")
     if kind in ("Role", "ClusterRole"):
-        return json.dumps([kind, obj.get("rules")], sort_keys=True)
+        return json.dumps([kind, namespace, obj.get("rules")], sort_keys=True)
     if kind in ("RoleBinding", "ClusterRoleBinding"):
         ref = obj.get("roleRef") or {}
         # A binding to a role neither installer generates (system:auth-delegator) pairs only
         # with one to the same role.
         fixed = ref.get("name") if str(ref.get("name", "")).startswith("system:") else ""
-        return json.dumps([kind, obj.get("subjects"), ref.get("kind"), fixed])
+        return json.dumps([kind, namespace, obj.get("subjects"), ref.get("kind"), fixed])
     if kind.endswith("WebhookConfiguration"):
         return json.dumps([kind, [w.get("name") for w in obj.get("webhooks") or []]])
     return ""

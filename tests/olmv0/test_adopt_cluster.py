@@ -14,7 +14,10 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,6 +30,7 @@ from tests.cluster import TestCluster, session_labels, unique_name, wait_for
 from tests.olmv0.content import BundleDir, new_version, push_bundle, read_bundle, write_fbc
 from tests.olmv0.differences import field_differences
 from tests.olmv0.peer import CSVS, SUBSCRIPTIONS, OlmV0
+from tests.olmv0.test_differential_cluster import MODES, bundles, stubs
 from tests.registry_v1.helpers import bundle
 from tests.resolutions.conftest import Env, is_
 
@@ -46,6 +50,7 @@ NAMESPACED = [
     Resource("rbac.authorization.k8s.io/v1", "Role", "roles", True),
     Resource("rbac.authorization.k8s.io/v1", "RoleBinding", "rolebindings", True),
 ]
+__all__ = ["bundles", "stubs"]  # module fixtures shared with the differential
 CLUSTER = [
     Resource("rbac.authorization.k8s.io/v1", "ClusterRole", "clusterroles", False),
     Resource("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "clusterrolebindings", False),
@@ -59,6 +64,7 @@ CLUSTER = [
         "apiextensions.k8s.io/v1", "CustomResourceDefinition", "customresourcedefinitions", False
     ),
 ]
+KINDS = {r.kind: r for r in [*NAMESPACED, *CLUSTER]}
 
 
 def _namespace(env: Env) -> str:
@@ -126,65 +132,66 @@ def _pivoter_catalog(env: Env, bundles: list[BundleDir], *, priority: int = 10) 
     return ""
 
 
-def test_adopt_kube_green_in_place_then_upgrade_it_with_a_pivot(
-    cluster: TestCluster,
-    olm: OlmV0,
-    olm_catalog: Callable[[list[BundleDir]], str],
-    env: Env,
-    tmp_path: Path,
-) -> None:
-    green = read_bundle(bundle("kube-green"))
-    namespace = _namespace(env)
-    source = olm.catalog_source(namespace, olm_catalog([green]))
-    olm.operator_group(namespace, None)
-    olm.subscription(namespace, green.package, "alpha", source)
-    csv = olm.wait_installed(namespace, green.package)
-    _pivoter_catalog(env, [green])
-    crds = _cluster_scoped(green)
-    before = _uids(env, namespace, crds)
-    deployment = env.kube.get(DEPLOYMENTS, "kube-green-controller-manager", namespace)
-    pods = _pods(env, namespace)
-    assert pods, "the operator's pod runs on the simulated node"
+@dataclass
+class Adoption:
+    """One real bundle installed by OLM v0 in its own namespace, and what it was before."""
 
-    plan = _adopt(cluster, "--subscription", f"{namespace}/{green.package}", "--dry-run")
-    assert plan.returncode == 0, plan.stderr
-    assert f"Resolution {resolution_name(namespace, green.package)}" in plan.stdout
-    assert "Deployment " + f"{namespace}/kube-green-controller-manager" in plan.stdout
+    bundle: BundleDir
+    namespace: str = ""
+    csv: str = ""
+    before: dict[tuple[str, str], str] = field(default_factory=dict)
+    deployments: dict[str, dict[str, Any]] = field(default_factory=dict)
+    pods: dict[str, str] = field(default_factory=dict)
 
-    adopted = _adopt(cluster, "--subscription", f"{namespace}/{green.package}", "--timeout", "300")
-    assert adopted.returncode == 0, adopted.stderr + adopted.stdout
-    name = resolution_name(namespace, green.package)
-    env.created.append((RESOLUTIONS, name))  # uninstalled at the end, while the controllers run
-    res = env.get(name)
+    @property
+    def resolution(self) -> str:
+        """The Resolution adopting it."""
+        return resolution_name(self.namespace, self.bundle.package)
+
+
+def _in_parallel(items: list[Adoption], work: Callable[[Adoption], None]) -> None:
+    with ThreadPoolExecutor(max_workers=len(items)) as pool:
+        for future in [pool.submit(work, item) for item in items]:
+            future.result()
+
+
+def _deployments(env: Env, namespace: str) -> dict[str, dict[str, Any]]:
+    return {d["metadata"]["name"]: d for d in env.kube.list(DEPLOYMENTS, namespace)[0]}
+
+
+def _check_adopted(env: Env, a: Adoption) -> None:
+    """OLM v0 let go; every object pivoter manages kept its uid, none was created; no rollout;
+    one manager for each object."""
+    for resource, obj in ((SUBSCRIPTIONS, a.bundle.package), (CSVS, a.csv)):
+        with pytest.raises(NotFound):
+            env.kube.get(resource, obj, a.namespace)
+    assert env.kube.list(INSTALL_PLANS, a.namespace)[0] == []
+    res = env.get(a.resolution)
     assert res["metadata"]["annotations"][ANNOTATION_ADOPTION] == "Adopted"
     assert "versionRange" not in res["spec"]["packages"][0]
-    # OLM v0 let go.
-    for resource, obj in ((SUBSCRIPTIONS, green.package), (CSVS, csv)):
-        with pytest.raises(NotFound):
-            env.kube.get(resource, obj, namespace)
-    assert env.kube.list(INSTALL_PLANS, namespace)[0] == []
-    # Nothing was re-created: every object pivoter manages now that existed before has its uid.
-    after = _uids(env, namespace, crds)
-    (child,) = env.children(name).values()
+    package = a.bundle.package
+    after = _uids(env, a.namespace, _cluster_scoped(a.bundle))
+    (child,) = env.children(a.resolution).values()
     inventory = {
         (ref["kind"], f"{ref['namespace']}/{ref['name']}" if ref["namespace"] else ref["name"])
         for ref in child["status"]["inventory"]
     }
-    kept = {k: v for k, v in before.items() if k in inventory}
-    assert kept, "pivoter took over OLM v0's objects"
-    assert {k: after.get(k) for k in kept} == kept
-    created = sorted(k for k in inventory if k not in before)
-    assert created == [], f"the adoption created objects OLM v0 had made: {created}"
-    # No rollout: same Deployment generation and template, same ReplicaSet, same pods.
-    now = env.kube.get(DEPLOYMENTS, "kube-green-controller-manager", namespace)
-    changed = field_differences(deployment["spec"], now["spec"])
-    assert changed == [], f"the Deployment's spec changed: {changed}"
-    assert json.dumps(now["spec"]) == json.dumps(deployment["spec"]), "reordered"
-    assert now["metadata"]["generation"] == deployment["metadata"]["generation"]
-    assert _pods(env, namespace) == pods
-    # Every object has one manager: pivoter's child; nothing carries OLM v0's owner marks.
+    kept = {k: v for k, v in a.before.items() if k in inventory}
+    assert kept, f"{package}: pivoter took over OLM v0's objects"
+    assert {k: after.get(k) for k in kept} == kept, f"{package}: objects were re-created"
+    created = sorted(k for k in inventory if k[0] in KINDS and k not in a.before)
+    assert created == [], f"{package}: the adoption created objects OLM v0 had made: {created}"
+    for name, deployment in _deployments(env, a.namespace).items():
+        old = a.deployments[name]
+        changed = field_differences(old["spec"], deployment["spec"])
+        assert changed == [], f"{package}: Deployment {name}'s spec changed: {changed}"
+        assert json.dumps(deployment["spec"]) == json.dumps(old["spec"]), f"{package}: reordered"
+        assert deployment["metadata"]["generation"] == old["metadata"]["generation"], package
+    assert _pods(env, a.namespace) == a.pods, f"{package}: pods were replaced"
     for kind, where in inventory:
-        resource = next(r for r in [*NAMESPACED, *CLUSTER] if r.kind == kind)
+        if kind not in KINDS:
+            continue
+        resource = KINDS[kind]
         ns, _, obj_name = where.rpartition("/")
         obj = env.kube.get(resource, obj_name, ns or None)
         labels = obj["metadata"].get("labels") or {}
@@ -200,26 +207,78 @@ def test_adopt_kube_green_in_place_then_upgrade_it_with_a_pivot(
         if k not in inventory
         and k[1].rpartition("/")[2] not in ("kube-root-ca.crt", "default")
         and not k[1].startswith("olm.og.")
-        and k[0] != "Secret"
     ]
-    assert leftovers == []
+    assert leftovers == [], f"{package}: objects with no manager: {leftovers}"
 
-    # The catalog gains a version: pivoter pivots to it (a rollout, as an upgrade is).
-    newer = new_version(green, "0.6.1", tmp_path, env={"UPGRADED_BY": "pivoter"})
-    _pivoter_catalog(env, [green, newer])
-    env.wait(
-        name,
-        lambda o: is_(o, "Ready", "True") and o["status"].get("activeRevision") == 2,
-        what="the upgrade to 0.6.1 through a pivot",
-        timeout=180,
-    )
-    upgraded = env.kube.get(DEPLOYMENTS, "kube-green-controller-manager", namespace)
-    envs = [
-        e for c in upgraded["spec"]["template"]["spec"]["containers"] for e in c.get("env") or []
+
+def _next_patch(version: str) -> str:
+    major, minor, patch = version.split("-", maxsplit=1)[0].split(".")
+    return f"{major}.{minor}.{int(patch) + 1}"
+
+
+def test_adopt_every_real_bundle_in_place_then_upgrade_it_with_a_pivot(
+    *,
+    cluster: TestCluster,
+    olm: OlmV0,
+    stubs: None,
+    bundles: dict[str, BundleDir],
+    olm_catalog: Callable[[list[BundleDir]], str],
+    env: Env,
+    tmp_path: Path,
+) -> None:
+    address = olm_catalog(list(bundles.values()))
+    _pivoter_catalog(env, list(bundles.values()))
+    adoptions = [Adoption(b) for b in bundles.values()]
+
+    def install(a: Adoption) -> None:
+        a.namespace = _namespace(env)
+        own = MODES[a.bundle.package][0] == "OwnNamespace"
+        olm.operator_group(a.namespace, [a.namespace] if own else None)
+        source = olm.catalog_source(a.namespace, address)
+        olm.subscription(a.namespace, a.bundle.package, a.bundle.channels[0], source)
+        a.csv = olm.wait_installed(a.namespace, a.bundle.package, timeout=300)
+        a.before = _uids(env, a.namespace, _cluster_scoped(a.bundle))
+        a.deployments = _deployments(env, a.namespace)
+        a.pods = _pods(env, a.namespace)
+        assert a.pods, f"{a.bundle.package}: the operator's pods run on the simulated node"
+
+    _in_parallel(adoptions, install)
+    kube_green = next(a for a in adoptions if a.bundle.package == "kube-green")
+    plan = _adopt(cluster, "--subscription", f"{kube_green.namespace}/kube-green", "--dry-run")
+    assert plan.returncode == 0, plan.stderr
+    assert f"Resolution {kube_green.resolution}" in plan.stdout
+    assert f"Deployment {kube_green.namespace}/kube-green-controller-manager" in plan.stdout
+
+    def adopt(a: Adoption) -> None:
+        sub = f"{a.namespace}/{a.bundle.package}"
+        done = _adopt(cluster, "--subscription", sub, "--timeout", "300")
+        env.created.append((RESOLUTIONS, a.resolution))  # uninstalled at the end
+        assert done.returncode == 0, f"{a.bundle.package}: {done.stderr}{done.stdout}"
+
+    _in_parallel(adoptions, adopt)
+    for a in adoptions:
+        _check_adopted(env, a)
+
+    # The catalog gains a version of each: pivoter pivots to it (a rollout, as an upgrade is).
+    newer = [
+        new_version(
+            a.bundle, _next_patch(a.bundle.version), tmp_path, env={"UPGRADED_BY": "pivoter"}
+        )
+        for a in adoptions
     ]
-    assert {"name": "UPGRADED_BY", "value": "pivoter"} in envs
-    assert upgraded["metadata"]["uid"] == deployment["metadata"]["uid"]
-    env.kube.delete(NAMESPACES, namespace)
+    _pivoter_catalog(env, [*bundles.values(), *newer])
+    for a in adoptions:
+        env.wait(
+            a.resolution,
+            lambda o: is_(o, "Ready", "True") and o["status"].get("activeRevision") == 2,
+            what=f"the upgrade of {a.bundle.package} through a pivot",
+            timeout=240,
+        )
+        for name, deployment in _deployments(env, a.namespace).items():
+            containers = deployment["spec"]["template"]["spec"]["containers"]
+            envs = [e for c in containers for e in c.get("env") or []]
+            assert {"name": "UPGRADED_BY", "value": "pivoter"} in envs, (a.bundle.package, name)
+            assert deployment["metadata"]["uid"] == a.deployments[name]["metadata"]["uid"]
 
 
 def test_refusals_on_real_olm_objects(
@@ -266,7 +325,6 @@ def test_refusals_on_real_olm_objects(
         f"refused: CSV {aqua.name} is in phase Failed (UnsupportedOperatorGroup" in refused.stderr
     )
     assert "pivoter would take over a broken install" in refused.stderr
-    assert "which CSV aqua-operator.v6.5.5 does not support" in refused.stderr
     with pytest.raises(NotFound):
         env.get(resolution_name(failed, aqua.package))
     # Two OperatorGroups (OLM v0 stops there too), and a selector-based one.
