@@ -34,7 +34,7 @@ of that change.
 during the first change, writing collapsed stacks (``idle-<F>x.txt``, ``pivot-<F>x.txt``); take
 CPU figures from a run without it.
 
-Usage: python bench/daemon_scale.py [--factors 1,3,10] [--runs 3] [--warmup 60] [--idle 120]
+Usage: python bench/daemon_scale.py [--factors 1,3,10] [--runs 3] [--warmup 330] [--idle 300]
        [--interval 5] [--setup-timeout 10800] [--seed 1] [--profile DIR --py-spy PATH]
        [--keep-logs DIR]
 Prints Markdown tables for docs/benchmarks/daemon-scale.md.
@@ -653,8 +653,20 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--factors", default="1,3,10", help="comma-separated (default 1,3,10)")
     parser.add_argument("--runs", type=int, default=3, help="catalog changes per factor")
-    parser.add_argument("--warmup", type=float, default=60.0, help="seconds before the window")
-    parser.add_argument("--idle", type=float, default=120.0, help="seconds of the idle window")
+    parser.add_argument(
+        "--warmup",
+        type=float,
+        default=330.0,
+        help="seconds before the idle window (default 330: the inputs settle for minutes after "
+        "their pivots at 3x and more)",
+    )
+    parser.add_argument(
+        "--idle",
+        type=float,
+        default=300.0,
+        help="seconds of the idle window (default 300: half the BundleDeployments' full-check "
+        "cycle)",
+    )
     parser.add_argument("--interval", type=float, default=5.0, help="seconds between samples")
     parser.add_argument("--setup-timeout", type=float, default=10800.0)
     parser.add_argument("--seed", type=int, default=1)
