@@ -202,7 +202,7 @@ DOCUMENTED: list[Documented] = [
         "",
         "OperatorCondition access",
         side="olm",
-        name=r"[^/]+/[^/]+\.v[0-9][^/]*",
+        name=r"[^/]+/[a-z0-9-]+\.v[0-9]+\.[0-9]+\.[0-9]+",
     ),
     Documented(
         "O6",
@@ -222,11 +222,11 @@ DOCUMENTED: list[Documented] = [
     ),
     Documented(
         "O8",
-        RBAC,
+        "Role|RoleBinding",
         "",
         "AllNamespaces: OLM v0 keeps the namespaced role beside its cluster-wide copy",
         side="olm",
-        name=r"(.+/)?.+-[0-9A-Za-z]{20,}",
+        name=r"[^/]+/.+-[0-9A-Za-z]{20,}",
     ),
     Documented("O9", "Deployment", r"spec\.revisionHistoryLimit", "ReplicaSets kept"),
     Documented(
