@@ -32,13 +32,17 @@ def olm(cluster: TestCluster, tmp_path_factory: pytest.TempPathFactory) -> Itera
     peer = OlmV0(
         cluster.kubeconfig, KubeAPI(api_client), Kube(api_client), tmp_path_factory.mktemp("olm")
     )
+    before = peer.crd_names()
     peer.install_crds()
     peer.start()
     try:
         yield peer
     finally:
-        peer.stop()
-        api_client.close()
+        try:
+            peer.remove_crds_since(before)
+        finally:
+            peer.stop()
+            api_client.close()
 
 
 @pytest.fixture

@@ -50,6 +50,18 @@ OLM_NAMESPACE = "olm"
 """The catalog-operator's global catalog namespace (its default)."""
 
 
+CRDS = Resource(
+    "apiextensions.k8s.io/v1", "CustomResourceDefinition", "customresourcedefinitions", False
+)
+
+
+def _crd_files() -> list[Path]:
+    directory = TOOLS_DIR / "olm-crds"
+    if not directory.is_dir():
+        tool("olm")  # fails the test with the install command
+    return sorted(directory.glob("*.yaml"))
+
+
 class OlmV0:
     """OLM v0's controllers running against one cluster, plus helpers to drive them."""
 
@@ -64,16 +76,28 @@ class OlmV0:
 
     def install_crds(self) -> None:
         """Apply OLM's CRDs (as shipped with the built version) and wait until Established."""
-        directory = TOOLS_DIR / "olm-crds"
-        if not directory.is_dir():
-            tool("olm")  # fails the test with the install command
-        objects = [yaml.safe_load(p.read_text()) for p in sorted(directory.glob("*.yaml"))]
-        Applier(self.api, Owner("Test", "olm-crds")).apply(objects)
+        objects = [yaml.safe_load(p.read_text()) for p in _crd_files()]
+        crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"
+
+        def settled() -> bool:
+            """No CRD of OLM's names is still being deleted (tests/catalogs makes a stand-in
+            CatalogSource CRD and deletes it)."""
+            for obj in objects:
+                try:
+                    live = self.api.request("GET", crds + obj["metadata"]["name"])
+                except NotFound:
+                    continue
+                if live["metadata"].get("deletionTimestamp"):
+                    return False
+            return True
+
+        wait_for(settled, timeout=120, what="earlier CRDs of OLM's names to be deleted")
+        # adopt: a stand-in of another test (or of a run that died) is replaced, not refused.
+        Applier(self.api, Owner("Test", "olm-crds")).apply(objects, adopt=True)
 
         def established() -> bool:
             for obj in objects:
-                path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"
-                status = self.api.request("GET", path + obj["metadata"]["name"]).get("status")
+                status = self.api.request("GET", crds + obj["metadata"]["name"]).get("status")
                 conditions = (status or {}).get("conditions") or []
                 if not any(
                     c["type"] == "Established" and c["status"] == "True" for c in conditions
@@ -87,6 +111,26 @@ class OlmV0:
                 NAMESPACES,
                 {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": OLM_NAMESPACE}},
             )
+
+    def crd_names(self) -> set[str]:
+        """The names of every CRD on the cluster now."""
+        items = self.kube.list(CRDS)[0]
+        return {str(o["metadata"]["name"]) for o in items}
+
+    def remove_crds_since(self, before: set[str]) -> None:
+        """Delete the CRDs created since ``before`` but OLM's own: OLM v0 never deletes the
+        CRDs it installed (not on uninstall, not with the namespace), and later tests install
+        the same bundles."""
+        olm = {str(yaml.safe_load(p.read_text())["metadata"]["name"]) for p in _crd_files()}
+        leftovers = sorted(self.crd_names() - before - olm)
+        for name in leftovers:
+            with contextlib.suppress(NotFound):
+                self.kube.delete(CRDS, name)
+
+        def gone() -> bool:
+            return not set(leftovers) & self.crd_names()
+
+        wait_for(gone, timeout=120, what=f"the CRDs OLM v0 left ({', '.join(leftovers)})")
 
     def start(self) -> None:
         """Start ``olm`` and ``catalog`` (logs under the work directory)."""
