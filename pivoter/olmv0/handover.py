@@ -30,7 +30,6 @@ recorded step. :func:`advance` is called by the adoption controller
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import time
@@ -43,7 +42,7 @@ from pivoter.kube import Conflict, Kube, NotFound, Object
 from pivoter.olmv0.mapping import (
     ANNOTATION_ADOPTION,
     ANNOTATION_CSV,
-    ANNOTATION_SUBSCRIPTION,
+    recorded_subscription,
     resolution_for,
 )
 from pivoter.olmv0.names import object_names
@@ -108,8 +107,7 @@ def start(kube: Kube, installed: Installed, name: str) -> Object:
         created = kube.create(RESOLUTIONS, body)
     except Conflict:
         existing = kube.get(RESOLUTIONS, name)
-        recorded = (existing["metadata"].get("annotations") or {}).get(ANNOTATION_SUBSCRIPTION)
-        if not recorded or json.loads(recorded).get("name") != installed.name:
+        if recorded_subscription(existing).get("name") != installed.name:
             raise
         return existing
     _hold(PLANNING)
@@ -146,8 +144,8 @@ def _condition(res: Object, type_: str) -> dict[str, Any]:
 
 
 def _subscription(res: Object) -> tuple[str, str]:
-    recorded = json.loads(_annotations(res)[ANNOTATION_SUBSCRIPTION])
-    return str(recorded["namespace"]), str(recorded["name"])
+    recorded = recorded_subscription(res)
+    return str(recorded.get("namespace") or ""), str(recorded.get("name") or "")
 
 
 def _delete(kube: Kube, resource: Any, name: str, namespace: str, **options: str) -> bool:

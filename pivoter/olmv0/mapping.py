@@ -32,6 +32,7 @@ from pivoter.apis import pivoter as pivoter_api
 from pivoter.olmv0.refusals import DEPLOYMENT_CONFIG_KEYS
 from pivoter.olmv0.survey import Installed, target_namespaces
 from provisioners.formats.registry_v1.names import bounded_name
+from resolver import safedata
 
 __all__ = [
     "ANNOTATION_ADOPTION",
@@ -130,3 +131,22 @@ def resolution_for(
         },
         "spec": spec,
     }
+
+
+RECORD_LIMITS = safedata.Limits(max_bytes=256 << 10, max_depth=32, max_nodes=10_000)
+"""An annotation is at most 256 KiB; the record is a Subscription's name and spec."""
+
+
+def recorded_subscription(resource: Mapping[str, Any]) -> dict[str, Any]:
+    """The Subscription an adoption Resolution recorded in :data:`ANNOTATION_SUBSCRIPTION`
+    (its namespace, name and spec), or ``{}`` when there is none or it is not such a record
+    (annotations are anyone's to edit: read through the safe loader)."""
+    annotations = (resource.get("metadata") or {}).get("annotations") or {}
+    text = annotations.get(ANNOTATION_SUBSCRIPTION)
+    if not isinstance(text, str) or not text:
+        return {}
+    try:
+        value = safedata.load_json(text, limits=RECORD_LIMITS)
+    except safedata.SafeDataError:
+        return {}
+    return value if isinstance(value, dict) else {}

@@ -15,13 +15,12 @@ Called by ``pivoter adopt --undo``.
 from __future__ import annotations
 
 import contextlib
-import json
 import time
 from typing import Any
 
 from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS, inventory_of
 from pivoter.kube import Conflict, Kube, NotFound, Object
-from pivoter.olmv0.mapping import ANNOTATION_ADOPTION, ANNOTATION_SUBSCRIPTION, LABEL_ADOPTED_FROM
+from pivoter.olmv0.mapping import ANNOTATION_ADOPTION, LABEL_ADOPTED_FROM, recorded_subscription
 from pivoter.olmv0.resources import CSVS, LABEL_OWNER, SUBSCRIPTIONS
 from pivoter.pivot import Children
 from pivoter.resolutions import RESOLUTIONS
@@ -35,9 +34,7 @@ PIVOTER_LABELS = ("core.rukpak.io/owner-kind", "core.rukpak.io/owner-name")
 
 
 def _recorded(res: Object) -> dict[str, Any]:
-    text = (res["metadata"].get("annotations") or {}).get(ANNOTATION_SUBSCRIPTION) or "{}"
-    value: dict[str, Any] = json.loads(text)
-    return value
+    return recorded_subscription(res)
 
 
 def adopted(kube: Kube, namespace: str, subscription: str = "") -> list[Object]:
