@@ -32,14 +32,14 @@ def olm(cluster: TestCluster, tmp_path_factory: pytest.TempPathFactory) -> Itera
     peer = OlmV0(
         cluster.kubeconfig, KubeAPI(api_client), Kube(api_client), tmp_path_factory.mktemp("olm")
     )
-    before = peer.crd_names()
+    before = peer.cluster_names()
     peer.install_crds()
     peer.start()
     try:
         yield peer
     finally:
         try:
-            peer.remove_crds_since(before)
+            peer.remove_left_behind(before)
         finally:
             peer.stop()
             api_client.close()

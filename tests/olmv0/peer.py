@@ -53,6 +53,16 @@ OLM_NAMESPACE = "olm"
 CRDS = Resource(
     "apiextensions.k8s.io/v1", "CustomResourceDefinition", "customresourcedefinitions", False
 )
+RBAC = "rbac.authorization.k8s.io/v1"
+ADMISSION = "admissionregistration.k8s.io/v1"
+LEFT_BEHIND = (
+    CRDS,
+    Resource(RBAC, "ClusterRole", "clusterroles", False),
+    Resource(RBAC, "ClusterRoleBinding", "clusterrolebindings", False),
+    Resource(ADMISSION, "ValidatingWebhookConfiguration", "validatingwebhookconfigurations", False),
+    Resource(ADMISSION, "MutatingWebhookConfiguration", "mutatingwebhookconfigurations", False),
+)
+PIVOTER_OWNER = "core.rukpak.io/owner-name"
 
 
 def _crd_files() -> list[Path]:
@@ -112,25 +122,32 @@ class OlmV0:
                 {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": OLM_NAMESPACE}},
             )
 
-    def crd_names(self) -> set[str]:
-        """The names of every CRD on the cluster now."""
-        items = self.kube.list(CRDS)[0]
-        return {str(o["metadata"]["name"]) for o in items}
+    def cluster_names(self) -> set[tuple[str, str]]:
+        """(kind, name) of every CRD, ClusterRole, ClusterRoleBinding and webhook configuration."""
+        return {
+            (r.kind, str(o["metadata"]["name"])) for r in LEFT_BEHIND for o in self.kube.list(r)[0]
+        }
 
-    def remove_crds_since(self, before: set[str]) -> None:
-        """Delete the CRDs created since ``before`` but OLM's own: OLM v0 never deletes the
-        CRDs it installed (not on uninstall, not with the namespace), and later tests install
-        the same bundles."""
+    def remove_left_behind(self, before: set[tuple[str, str]]) -> None:
+        """Delete what OLM v0 left since ``before`` (but its own CRDs): it never deletes the CRDs
+        it installed, nor the ClusterRoles and bindings a bundle ships, and later tests install
+        the same bundles. What pivoter manages (its owner label) is its tests' business."""
         olm = {str(yaml.safe_load(p.read_text())["metadata"]["name"]) for p in _crd_files()}
-        leftovers = sorted(self.crd_names() - before - olm)
-        for name in leftovers:
-            with contextlib.suppress(NotFound):
-                self.kube.delete(CRDS, name)
+        leftovers = []
+        for resource in LEFT_BEHIND:
+            for obj in self.kube.list(resource)[0]:
+                name = str(obj["metadata"]["name"])
+                labels = obj["metadata"].get("labels") or {}
+                if (resource.kind, name) in before or name in olm or PIVOTER_OWNER in labels:
+                    continue
+                leftovers.append((resource.kind, name))
+                with contextlib.suppress(NotFound):
+                    self.kube.delete(resource, name)
 
         def gone() -> bool:
-            return not set(leftovers) & self.crd_names()
+            return not set(leftovers) & self.cluster_names()
 
-        wait_for(gone, timeout=120, what=f"the CRDs OLM v0 left ({', '.join(leftovers)})")
+        wait_for(gone, timeout=120, what=f"what OLM v0 left ({leftovers})")
 
     def start(self) -> None:
         """Start ``olm`` and ``catalog`` (logs under the work directory)."""

@@ -106,6 +106,35 @@ def _cluster_scoped(b: BundleDir) -> list[str]:
     return [o["metadata"]["name"] for o in b.manifests() if o["kind"] in kinds]
 
 
+def _wait_settled(env: Env, namespace: str) -> None:
+    """Wait until OLM v0 stopped changing the Deployments (it may update one again a moment
+    after the CSV succeeded): the same generations and ReplicaSets over five seconds."""
+    previous: list[Any] = []
+
+    def still() -> bool:
+        now = [
+            sorted(
+                (d["metadata"]["name"], d["metadata"]["generation"])
+                for d in env.kube.list(DEPLOYMENTS, namespace)[0]
+            ),
+            _replica_sets(env, namespace),
+        ]
+        same = now == previous
+        previous[:] = now
+        return same
+
+    wait_for(
+        still, timeout=120, interval=5.0, what=f"OLM v0's Deployments in {namespace} to settle"
+    )
+
+
+def _replica_sets(env: Env, namespace: str) -> dict[str, str]:
+    return {
+        r["metadata"]["name"]: r["metadata"]["uid"]
+        for r in env.kube.list(REPLICA_SETS, namespace)[0]
+    }
+
+
 def _pods(env: Env, namespace: str) -> dict[str, str]:
     return {p["metadata"]["name"]: p["metadata"]["uid"] for p in env.kube.list(PODS, namespace)[0]}
 
@@ -142,6 +171,7 @@ class Adoption:
     before: dict[tuple[str, str], str] = field(default_factory=dict)
     deployments: dict[str, dict[str, Any]] = field(default_factory=dict)
     pods: dict[str, str] = field(default_factory=dict)
+    replica_sets: dict[str, str] = field(default_factory=dict)
 
     @property
     def resolution(self) -> str:
@@ -186,7 +216,8 @@ def _check_adopted(env: Env, a: Adoption) -> None:
         changed = field_differences(old["spec"], deployment["spec"])
         assert changed == [], f"{package}: Deployment {name}'s spec changed: {changed}"
         assert json.dumps(deployment["spec"]) == json.dumps(old["spec"]), f"{package}: reordered"
-        assert deployment["metadata"]["generation"] == old["metadata"]["generation"], package
+    # No rollout: the same ReplicaSets (no new pod-template-hash) and the same pods.
+    assert _replica_sets(env, a.namespace) == a.replica_sets, f"{package}: a rollout started"
     assert _pods(env, a.namespace) == a.pods, f"{package}: pods were replaced"
     for kind, where in inventory:
         if kind not in KINDS:
@@ -237,9 +268,11 @@ def test_adopt_every_real_bundle_in_place_then_upgrade_it_with_a_pivot(
         source = olm.catalog_source(a.namespace, address)
         olm.subscription(a.namespace, a.bundle.package, a.bundle.channels[0], source)
         a.csv = olm.wait_installed(a.namespace, a.bundle.package, timeout=300)
+        _wait_settled(env, a.namespace)
         a.before = _uids(env, a.namespace, _cluster_scoped(a.bundle))
         a.deployments = _deployments(env, a.namespace)
         a.pods = _pods(env, a.namespace)
+        a.replica_sets = _replica_sets(env, a.namespace)
         assert a.pods, f"{a.bundle.package}: the operator's pods run on the simulated node"
 
     _in_parallel(adoptions, install)
