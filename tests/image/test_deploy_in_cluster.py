@@ -109,6 +109,7 @@ def test_kubectl_apply_k_deploy_creates_everything(deployed: str, kube: Kube) ->
             "clusterrolebinding.rbac.authorization.k8s.io/pivoter-installer",
             "clusterrolebinding.rbac.authorization.k8s.io/pivoter-manager",
             "service/pivoter-webhook",
+            "service/pivoter-catalogd",
             "deployment.apps/pivoter",
             "poddisruptionbudget.policy/pivoter",
             "job.batch/pivoter-webhook-cert",
