@@ -45,6 +45,20 @@ def olm(cluster: TestCluster, tmp_path_factory: pytest.TempPathFactory) -> Itera
             api_client.close()
 
 
+@pytest.fixture(autouse=True)
+def olm_leftovers(request: pytest.FixtureRequest) -> Iterator[None]:
+    """For each test with OLM v0: remove afterwards what OLM v0 left cluster-wide (CRDs, bundle
+    ClusterRoles and bindings, webhook configurations), so the next test installs the same
+    bundles on a clean cluster."""
+    if "olm" not in request.fixturenames:
+        yield
+        return
+    peer: OlmV0 = request.getfixturevalue("olm")
+    before = peer.cluster_names()
+    yield
+    peer.remove_left_behind(before)
+
+
 @pytest.fixture
 def olm_catalog(tmp_path: Path) -> Iterator[Callable[[list[BundleDir]], str]]:
     """Serve bundles to OLM with ``opm serve`` (manifests inline); returns the gRPC address.

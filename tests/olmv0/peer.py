@@ -147,7 +147,7 @@ class OlmV0:
         def gone() -> bool:
             return not set(leftovers) & self.cluster_names()
 
-        wait_for(gone, timeout=120, what=f"what OLM v0 left ({leftovers})")
+        wait_for(gone, timeout=240, what=f"what OLM v0 left ({leftovers})")
 
     def start(self) -> None:
         """Start ``olm`` and ``catalog`` (logs under the work directory)."""

@@ -139,7 +139,7 @@ def _wait_gone(kube: Kube, resource: Resource, name: str, namespace: str | None 
             return True
         return False
 
-    wait_for(gone, timeout=120, what=f"{resource.kind} {name} to be deleted")
+    wait_for(gone, timeout=240, what=f"{resource.kind} {name} to be deleted")
 
 
 @dataclass
