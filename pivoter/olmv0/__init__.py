@@ -6,6 +6,7 @@
 * :mod:`~pivoter.olmv0.mapping` maps a Subscription to the Resolution that takes it over;
 * :mod:`~pivoter.olmv0.plan` is what ``pivoter adopt --dry-run`` prints;
 * :mod:`~pivoter.olmv0.handover` runs an adoption step by step (crash-safe);
+* :mod:`~pivoter.olmv0.quiet` tells when OLM v0 has stopped writing a CSV's objects;
 * :mod:`~pivoter.olmv0.controller` is the daemon's opt-in adoption controller;
 * :mod:`~pivoter.olmv0.undo` gives an adopted operator back to OLM v0.
 

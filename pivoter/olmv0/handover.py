@@ -7,7 +7,9 @@ The order never leaves the operator unmanaged nor managed by two installers that
    offers the installed bundle, the adoption fails here and the Resolution is deleted: nothing
    else was touched.
 2. ``Installing``: the Subscription's InstallPlans and the Subscription are deleted (OLM v0 stops
-   upgrading; the CSV keeps the operator running and managed), then the Resolution is unpaused:
+   upgrading; the CSV keeps the operator running and managed); once OLM v0 has stopped writing
+   the CSV's objects (:mod:`pivoter.olmv0.quiet`: an InstallPlan sync already under way goes on
+   after its InstallPlan is gone), the Resolution is unpaused:
    its child BundleDeployment applies the same bundle with ``adoptExisting``, which takes over
    the objects in place (server-side apply: same uids; the pod templates are those OLM v0
    wrote, so no rollout). Until the child is installed and healthy, OLM v0's CSV still manages
@@ -39,6 +41,7 @@ from typing import Any
 
 from pivoter.controllers.bundledeployment import inventory_of
 from pivoter.kube import Conflict, Kube, NotFound, Object
+from pivoter.olmv0 import quiet
 from pivoter.olmv0.mapping import (
     ANNOTATION_ADOPTION,
     ANNOTATION_CSV,
@@ -196,6 +199,19 @@ def _install(kube: Kube, res: Object) -> Progress:
             _delete(kube, INSTALL_PLANS, plan["metadata"]["name"], namespace)
     _delete(kube, SUBSCRIPTIONS, subscription, namespace)
     if (res.get("spec") or {}).get("paused"):
+        csv = _annotations(res)[ANNOTATION_CSV]
+        seen = quiet.observe(kube, csv, namespace, _annotations(res).get(quiet.ANNOTATION_QUIET))
+        if not seen.done:
+            kube.merge_patch(
+                RESOLUTIONS,
+                name,
+                {"metadata": {"annotations": {quiet.ANNOTATION_QUIET: seen.annotation}}},
+            )
+            return Progress(
+                INSTALLING,
+                f"waiting for OLM v0 to stop writing the objects of {csv} "
+                f"({seen.waited:.0f}/{quiet.QUIET_SECONDS:.0f} s unchanged)",
+            )
         res = kube.merge_patch(RESOLUTIONS, name, {"spec": {"paused": None}})
     children = Children(kube, InputRef("Resolution", name)).list()
     states = {package: state_of(bd) for package, bd in children.items()}
