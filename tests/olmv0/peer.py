@@ -129,10 +129,12 @@ class OlmV0:
         }
 
     def remove_left_behind(self, before: set[tuple[str, str]]) -> None:
-        """Delete what OLM v0 left since ``before`` (but its own CRDs): it never deletes the CRDs
+        """Delete what OLM v0 left since ``before`` (but its own CRDs, and the ClusterRoles of
+        OperatorGroups, which it keeps while a group exists): it never deletes the CRDs
         it installed, nor the ClusterRoles and bindings a bundle ships, and later tests install
         the same bundles. What pivoter manages (its owner label) is its tests' business."""
         olm = {str(yaml.safe_load(p.read_text())["metadata"]["name"]) for p in _crd_files()}
+        self._stop_installs()
         leftovers = []
         for resource in LEFT_BEHIND:
             for obj in self.kube.list(resource)[0]:
@@ -140,6 +142,8 @@ class OlmV0:
                 labels = obj["metadata"].get("labels") or {}
                 if (resource.kind, name) in before or name in olm or PIVOTER_OWNER in labels:
                     continue
+                if labels.get("olm.owner.kind") == "OperatorGroup":
+                    continue  # OLM v0 keeps them while the group is, under names of its own
                 leftovers.append((resource.kind, name))
                 with contextlib.suppress(NotFound):
                     self.kube.delete(resource, name)
@@ -148,6 +152,32 @@ class OlmV0:
             return not set(leftovers) & self.cluster_names()
 
         wait_for(gone, timeout=240, what=f"what OLM v0 left ({leftovers})")
+
+    def _stop_installs(self) -> None:
+        """Delete every Subscription, InstallPlan and CSV (a test may end with an operator
+        OLM v0 still manages, e.g. handed back by ``pivoter adopt --undo``): while they exist,
+        OLM v0 puts back the CRDs and roles deleted after it."""
+        csvs: list[tuple[str, str]] = []
+        for resource in (SUBSCRIPTIONS, INSTALL_PLANS, CSVS):
+            for obj in self.kube.list(resource)[0]:
+                meta = obj["metadata"]
+                if resource is CSVS and (meta.get("labels") or {}).get("olm.copiedFrom"):
+                    continue  # a copy in a target namespace: OLM v0 removes it with the original
+                with contextlib.suppress(NotFound):
+                    self.kube.delete(resource, meta["name"], meta["namespace"])
+                if resource is CSVS:
+                    csvs.append((meta["namespace"], meta["name"]))
+
+        def gone() -> bool:
+            for namespace, name in csvs:
+                try:
+                    self.kube.get(CSVS, name, namespace)
+                except NotFound:
+                    continue
+                return False
+            return True
+
+        wait_for(gone, timeout=120, what=f"OLM v0's CSVs to be deleted ({csvs})")
 
     def start(self) -> None:
         """Start ``olm`` and ``catalog`` (logs under the work directory)."""

@@ -65,9 +65,13 @@ class Install:
     namespace: str
     targets: list[str]
     """Target namespaces other than the install namespace."""
+    names: list[str] = field(default_factory=list)
+    """Cluster-scoped names that belong to this install exactly (the bundle's own objects: a
+    substring would also take another bundle's ``kube-green-aggregate-manager-role`` for one
+    named ``manager-role``)."""
     markers: list[str] = field(default_factory=list)
-    """Substrings of cluster-scoped names that belong to this install (CRD names, the bundle's
-    own object names, the OperatorGroup's name)."""
+    """Prefixes of the names installers generate for this install (the CSV's name, the
+    Deployments', ``olm.og.<OperatorGroup>.``)."""
     owner_values: list[str] = field(default_factory=list)
     """Label values naming this install (the CSV's namespace for OLM's owner labels, the
     BundleDeployment's name for pivoter's)."""
@@ -95,7 +99,7 @@ def _served(kube: Kube, resource: Resource) -> bool:
 def _belongs(obj: Mapping[str, Any], install: Install) -> bool:
     metadata = obj["metadata"]
     name = str(metadata["name"])
-    if any(marker in name for marker in install.markers):
+    if name in install.names or name.startswith(tuple(install.markers)):
         return True
     labels = metadata.get("labels") or {}
     return any(value in install.owner_values for value in labels.values())

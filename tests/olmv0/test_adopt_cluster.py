@@ -93,8 +93,9 @@ def _uids(env: Env, namespace: str, crds: list[str]) -> dict[tuple[str, str], st
             meta = obj["metadata"]
             labels = meta.get("labels") or {}
             mine = labels.get("olm.owner.namespace") == namespace or meta["name"] in crds
+            # (olm-x-2 is a prefix of olm-x-21: the name's next part starts after a dash)
             if mine or (labels.get("core.rukpak.io/owner-name") or "").startswith(
-                "olmv0-" + namespace
+                f"olmv0-{namespace}-"
             ):
                 uids[(resource.kind, meta["name"])] = meta["uid"]
     return uids

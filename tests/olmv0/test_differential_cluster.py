@@ -178,12 +178,14 @@ class Case:
             return [self.namespace]
         return list(self.targets)
 
-    def install(self, markers: list[str], owner_values: list[str]) -> Install:
-        """What :func:`take` needs to read this case back."""
+    def install(self, markers: tuple[list[str], list[str]], owner_values: list[str]) -> Install:
+        """What :func:`take` needs to read this case back (``markers``: exact names and
+        substrings, :func:`_markers`)."""
         return Install(
             self.namespace,
             list(self.targets),
-            markers=markers,
+            names=markers[0],
+            markers=markers[1],
             owner_values=owner_values,
             placeholders=self.placeholders,
         )
@@ -195,15 +197,16 @@ class Case:
                 kube.delete(NAMESPACES, name)
 
 
-def _markers(bundle: BundleDir) -> list[str]:
-    """Names of cluster-scoped objects that identify the bundle's own content."""
+def _markers(bundle: BundleDir, *generated: str) -> tuple[list[str], list[str]]:
+    """The bundle's own cluster-scoped names (exact), and the prefixes of the names installers
+    generate for it (the CSV's and Deployments' names, and ``generated``)."""
     names = [
         o["metadata"]["name"]
         for o in bundle.manifests()
         if o.get("kind") != "ClusterServiceVersion"
     ]
     deployments = [d["name"] for d in bundle.csv["spec"]["install"]["spec"]["deployments"]]
-    return [*names, *deployments, bundle.name]
+    return names, [*deployments, bundle.name, *generated]
 
 
 def _in_parallel(cases: list[Case], work: Callable[[Case], None]) -> None:
@@ -247,7 +250,7 @@ def _by_olm(
         )
         objects = take(
             olm.kube,
-            case.install([*_markers(case.bundle), og], [case.namespace]),
+            case.install(_markers(case.bundle, f"olm.og.{og}."), [case.namespace]),
             before,
         )
         snapshots[case.bundle.package] = index(objects, case.placeholders)
