@@ -43,6 +43,26 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             or fixtures & tools.TOOL_FIXTURES
         ):
             item.add_marker(pytest.mark.tools)
+        if not item.get_closest_marker("xdist_group"):
+            item.add_marker(pytest.mark.xdist_group(_worker_group(item)))
+
+
+# Tests that use something of the machine's own, not of their test session: run in one worker.
+SHARED_GROUPS = {
+    "tests/olmv0/": "olmv0",  # OLM v0's operators listen on :8080 of the host
+    "tests/image/": "image",  # podman's storage, containerd, runc, the real node's network
+}
+
+
+def _worker_group(item: pytest.Item) -> str:
+    """Which pytest-xdist worker group a test belongs to (``--dist loadgroup``): its module, so
+    module-scoped fixtures (private control planes) are made once, or one of
+    :data:`SHARED_GROUPS`."""
+    path = Path(str(item.path)).resolve().relative_to(REPO).as_posix()
+    for prefix, group in SHARED_GROUPS.items():
+        if path.startswith(prefix):
+            return group
+    return path
 
 
 @pytest.hookimpl(wrapper=True)
