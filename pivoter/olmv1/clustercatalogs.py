@@ -51,7 +51,7 @@ from pivoter.catalogs.interval import retry_delay
 from pivoter.catalogserver.registry import RegistryView
 from pivoter.catalogserver.reload import Snapshot, SnapshotError
 from pivoter.controllers.conditions import FALSE, TRUE, set_condition
-from pivoter.kube import Kube, NotFound
+from pivoter.kube import Kube, NotFound, Object
 from pivoter.runtime.controller import Result
 from provisioners.sources import FetchOptions
 from resolver.catalog.errors import CatalogLoadError
@@ -176,57 +176,61 @@ class ClusterCatalogReconciler:
         self._label(obj)
         spec = obj.get("spec") or {}
         generation = int(metadata.get("generation") or 0)
-        status: dict[str, Any] = dict(obj.get("status") or {})
-        conditions = [dict(c) for c in status.get("conditions") or []]
+        conditions = [dict(c) for c in (obj.get("status") or {}).get("conditions") or []]
         if spec.get("availabilityMode") == olmv1.UNAVAILABLE:
-            self._forget(name)
-            set_condition(
-                conditions,
-                olmv1.TYPE_PROGRESSING,
-                TRUE,
-                olmv1.REASON_SUCCEEDED,
-                MESSAGE_UNAVAILABLE,
-                generation=generation,
-            )
-            set_condition(
-                conditions,
-                olmv1.TYPE_SERVING,
-                FALSE,
-                olmv1.REASON_USER_SPECIFIED_UNAVAILABLE,
-                MESSAGE_UNAVAILABLE,
-                generation=generation,
-            )
-            self._write(
-                obj,
-                {
-                    "conditions": conditions,
-                    "resolvedSource": None,
-                    "urls": None,
-                    "lastUnpacked": None,
-                },
-            )
+            self._unavailable(obj, conditions, generation)
             return None
         source = spec.get("source") or {}
         image = source.get("image") or {}
         ref = str(image.get("ref") or "")
         if source.get("type") != olmv1.SOURCE_TYPE_IMAGE or not ref:
-            message = (
-                f'unknown source type "{source.get("type")}"'
-                if source.get("type") != olmv1.SOURCE_TYPE_IMAGE
-                else f'error parsing ClusterCatalog "{name}", image source is nil'
-            )
             set_condition(
                 conditions,
                 olmv1.TYPE_PROGRESSING,
                 FALSE,
                 olmv1.REASON_BLOCKED,
-                message,
+                _blocked_message(name, source),
                 generation=generation,
             )
             self._write(obj, {"conditions": conditions})
             return None
         minutes = image.get("pollIntervalMinutes")
         interval = float(minutes) * 60.0 if isinstance(minutes, int) and minutes > 0 else None
+        polled = self._poll_if_due(obj, ref, interval, conditions)
+        if isinstance(polled, Result):
+            return polled
+        self._serving(obj, polled, conditions, generation)
+        if interval is None:
+            return None
+        return Result(requeue_after=max(1.0, polled.polled + interval - self.clock()))
+
+    def _unavailable(self, obj: Object, conditions: list[dict[str, Any]], generation: int) -> None:
+        """``availabilityMode: Unavailable``: stop serving, say so."""
+        self._forget(obj["metadata"]["name"])
+        for type_, status, reason in (
+            (olmv1.TYPE_PROGRESSING, TRUE, olmv1.REASON_SUCCEEDED),
+            (olmv1.TYPE_SERVING, FALSE, olmv1.REASON_USER_SPECIFIED_UNAVAILABLE),
+        ):
+            set_condition(
+                conditions, type_, status, reason, MESSAGE_UNAVAILABLE, generation=generation
+            )
+        self._write(
+            obj,
+            {"conditions": conditions, "resolvedSource": None, "urls": None, "lastUnpacked": None},
+        )
+
+    def _poll_if_due(
+        self,
+        obj: Object,
+        ref: str,
+        interval: float | None,
+        conditions: list[dict[str, Any]],
+    ) -> _State | Result:
+        """Pull and serve the image when due (new generation or ref, a failure to retry, not
+        served yet, or the poll interval passed); the state served, or when to retry."""
+        name = obj["metadata"]["name"]
+        spec = obj.get("spec") or {}
+        generation = int(obj["metadata"].get("generation") or 0)
         priority = int(spec.get("priority") or 0)
         with self._lock:
             state = self._states.get(name)
@@ -241,51 +245,47 @@ class ClusterCatalogReconciler:
         )
         if state is None or state.ref != ref:
             state = _State(generation, ref)
-        if due:
-            try:
-                self._poll(name, ref, state, priority)
-            except (CatalogProblem, SnapshotError, OSError) as exc:
-                state.failures += 1
-                state.generation = generation
-                with self._lock:
-                    self._states[name] = state
-                text = " ".join(str(exc).split())
-                log.warning("ClusterCatalog %s: %s", name, text)
-                set_condition(
-                    conditions,
-                    olmv1.TYPE_PROGRESSING,
-                    TRUE,
-                    olmv1.REASON_RETRYING,
-                    f"source catalog content: {text}",
-                    generation=generation,
-                )
-                self._write(obj, {"conditions": conditions})
-                return Result(
-                    requeue_after=retry_delay(
-                        state.failures, interval or RETRY_WITHOUT_INTERVAL, first=5.0
-                    )
-                )
+        if not due:
+            self.cache.set_priority(cache_name(name), priority)
+            return state
+        try:
+            self._poll(name, ref, state, priority)
+        except (CatalogProblem, SnapshotError, OSError) as exc:
+            state.failures += 1
             state.generation = generation
             with self._lock:
                 self._states[name] = state
-        else:
-            self.cache.set_priority(cache_name(name), priority)
-        set_condition(
-            conditions,
-            olmv1.TYPE_PROGRESSING,
-            TRUE,
-            olmv1.REASON_SUCCEEDED,
-            MESSAGE_SUCCEEDED,
-            generation=generation,
-        )
-        set_condition(
-            conditions,
-            olmv1.TYPE_SERVING,
-            TRUE,
-            olmv1.REASON_AVAILABLE,
-            MESSAGE_SERVING,
-            generation=generation,
-        )
+            text = " ".join(str(exc).split())
+            log.warning("ClusterCatalog %s: %s", name, text)
+            set_condition(
+                conditions,
+                olmv1.TYPE_PROGRESSING,
+                TRUE,
+                olmv1.REASON_RETRYING,
+                f"source catalog content: {text}",
+                generation=generation,
+            )
+            self._write(obj, {"conditions": conditions})
+            return Result(
+                requeue_after=retry_delay(
+                    state.failures, interval or RETRY_WITHOUT_INTERVAL, first=5.0
+                )
+            )
+        state.generation = generation
+        with self._lock:
+            self._states[name] = state
+        return state
+
+    def _serving(
+        self, obj: Object, state: _State, conditions: list[dict[str, Any]], generation: int
+    ) -> None:
+        """Write the status of a catalog being served from ``state``."""
+        name = obj["metadata"]["name"]
+        for type_, reason, message in (
+            (olmv1.TYPE_PROGRESSING, olmv1.REASON_SUCCEEDED, MESSAGE_SUCCEEDED),
+            (olmv1.TYPE_SERVING, olmv1.REASON_AVAILABLE, MESSAGE_SERVING),
+        ):
+            set_condition(conditions, type_, TRUE, reason, message, generation=generation)
         self._write(
             obj,
             {
@@ -298,9 +298,6 @@ class ClusterCatalogReconciler:
                 "lastUnpacked": state.unpacked,
             },
         )
-        if interval is None:
-            return None
-        return Result(requeue_after=max(1.0, state.polled + interval - self.clock()))
 
     def _poll(self, name: str, ref: str, state: _State, priority: int) -> None:
         """One poll of the image: re-pull only when its digest moved (raises on failure)."""
@@ -356,3 +353,10 @@ class ClusterCatalogReconciler:
         if all(current.get(k) == v for k, v in status.items()):
             return
         self.kube.patch_status(CLUSTER_CATALOGS, str(obj["metadata"]["name"]), dict(status))
+
+
+def _blocked_message(name: str, source: Mapping[str, Any]) -> str:
+    """Why a ClusterCatalog's source cannot be read (operator-controller's wording)."""
+    if source.get("type") != olmv1.SOURCE_TYPE_IMAGE:
+        return f'unknown source type "{source.get("type")}"'
+    return f'error parsing ClusterCatalog "{name}", image source is nil'
