@@ -25,5 +25,5 @@ echo "== pytest" >&2
 # Two workers (pytest-xdist), each with its own control plane: most cluster tests wait on the API
 # server, so two overlap their waits on two cores. A module's tests stay in one worker (its
 # fixtures are made once), and so do tests that share something of the machine's own
-# (tests/conftest.py, SHARED_GROUPS). PIVOTER_TEST_WORKERS=0 runs them in this process.
-pytest -n "${PIVOTER_TEST_WORKERS:-2}" --dist loadgroup --durations=25 "$@"
+# (tests/xdist_groups.py). PIVOTER_TEST_WORKERS=0 runs them in this process.
+pytest -n "${PIVOTER_TEST_WORKERS:-2}" --dist loadscope --durations=25 "$@"

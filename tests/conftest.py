@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Generator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -43,26 +44,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             or fixtures & tools.TOOL_FIXTURES
         ):
             item.add_marker(pytest.mark.tools)
-        if not item.get_closest_marker("xdist_group"):
-            item.add_marker(pytest.mark.xdist_group(_worker_group(item)))
 
 
-# Tests that use something of the machine's own, not of their test session: run in one worker.
-SHARED_GROUPS = {
-    "tests/olmv0/": "olmv0",  # OLM v0's operators listen on :8080 of the host
-    "tests/image/": "image",  # podman's storage, containerd, runc, the real node's network
-}
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadscope`` by the groups of :mod:`tests.xdist_groups` (hack/test.sh)."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from tests.xdist_groups import GroupScheduling
 
-
-def _worker_group(item: pytest.Item) -> str:
-    """Which pytest-xdist worker group a test belongs to (``--dist loadgroup``): its module, so
-    module-scoped fixtures (private control planes) are made once, or one of
-    :data:`SHARED_GROUPS`."""
-    path = Path(str(item.path)).resolve().relative_to(REPO).as_posix()
-    for prefix, group in SHARED_GROUPS.items():
-        if path.startswith(prefix):
-            return group
-    return path
+    return GroupScheduling(config, log)
 
 
 @pytest.hookimpl(wrapper=True)
