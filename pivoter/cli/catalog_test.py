@@ -88,8 +88,20 @@ def run(args: argparse.Namespace) -> int:
     except ChangeError as err:
         error(str(err))
         return int(err.code)
-    _print(args, reports, os.path.relpath(root) if root else "")
+    _print(args, reports, _relative(root) if root else "")
     return int(ExitCode.INVALID if any(r.errors for r in reports) else ExitCode.OK)
+
+
+def _relative(path: str) -> str:
+    """``path`` relative to the working directory, as annotations name files: the working
+    directory is the OS's (symlinks resolved), so a catalog reached through a symlinked
+    directory is named from its real path when only that one lies below it (catalogs/..., not
+    ../link/catalogs/...)."""
+    given = os.path.relpath(path)
+    if not given.startswith(os.pardir):
+        return given
+    real = os.path.relpath(os.path.realpath(path))
+    return given if real.startswith(os.pardir) else real
 
 
 def _print(args: argparse.Namespace, reports: list[Report], base: str) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -305,3 +306,27 @@ def test_formats_on_the_shared_real_catalogs(name: str) -> None:
     commands = list(parse_commands(github))
     assert len(commands) == len(sarif["runs"][0]["results"])
     assert all(c.properties["file"].startswith("catalogs/") for c in commands)
+
+
+def test_a_catalog_behind_a_symlinked_directory_is_named_from_the_working_directory(
+    tmp_path: Path,
+) -> None:
+    """CI checks out ../shared as the runner likes, a symlink included: the paths of the
+    annotations are still the working directory's (catalogs/...), not ../link/catalogs/..."""
+    work = tmp_path / "work"
+    shutil.copytree(EVERY, work / "catalogs" / "every-code")
+    link = tmp_path / "link"
+    os.symlink(work, link)
+    result = pivoter(
+        "catalog",
+        "test",
+        str(link / "catalogs" / "every-code"),
+        "--no-cache",
+        "-o",
+        "github",
+        cwd=link,
+    )
+    commands = [c for c in parse_commands(result.stdout) if "file" in c.properties]
+    assert commands, result.stdout + result.stderr
+    files = {c.properties["file"] for c in commands}
+    assert all(f.startswith("catalogs/every-code/") for f in files), files
