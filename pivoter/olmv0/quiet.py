@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from pivoter.kube import Kube, NotFound, Object, Resource
 from pivoter.olmv0.names import (
@@ -50,13 +51,15 @@ NAMESPACED = (
 CLUSTER = (CLUSTER_ROLES, CLUSTER_ROLE_BINDINGS, *WEBHOOK_CONFIGURATIONS)
 
 
+@dataclass(frozen=True)
 class Quiet:
     """The outcome of one observation: ``done`` once the window has passed unchanged."""
 
-    def __init__(self, done: bool, annotation: str, waited: float) -> None:
-        self.done = done
-        self.annotation = annotation
-        self.waited = waited
+    done: bool
+    annotation: str
+    """What to record in :data:`ANNOTATION_QUIET` next."""
+    waited: float
+    """Seconds the objects have been unchanged."""
 
 
 def _digest(kube: Kube, csv: str, namespace: str) -> str:
