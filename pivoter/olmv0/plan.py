@@ -13,39 +13,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from pivoter.kube import Kube, NotFound, Resource
+from pivoter.kube import Kube, NotFound
 from pivoter.olmv0.mapping import resolution_for, resolution_name
 from pivoter.olmv0.refusals import install_mode
-from pivoter.olmv0.resources import LABEL_OWNER, LABEL_OWNER_NAMESPACE
+from pivoter.olmv0.resources import (
+    LABEL_OWNER,
+    LABEL_OWNER_NAMESPACE,
+    OWNED_CLUSTER,
+    OWNED_NAMESPACED,
+)
 from pivoter.olmv0.survey import Installed, target_namespaces
 
 __all__ = ["plan_for"]
-
-NAMESPACED = (
-    Resource("apps/v1", "Deployment", "deployments", True),
-    Resource("v1", "Service", "services", True),
-    Resource("v1", "Secret", "secrets", True),
-    Resource("v1", "ConfigMap", "configmaps", True),
-    Resource("v1", "ServiceAccount", "serviceaccounts", True),
-    Resource("rbac.authorization.k8s.io/v1", "Role", "roles", True),
-    Resource("rbac.authorization.k8s.io/v1", "RoleBinding", "rolebindings", True),
-)
-CLUSTER = (
-    Resource("rbac.authorization.k8s.io/v1", "ClusterRole", "clusterroles", False),
-    Resource("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "clusterrolebindings", False),
-    Resource(
-        "admissionregistration.k8s.io/v1",
-        "ValidatingWebhookConfiguration",
-        "validatingwebhookconfigurations",
-        False,
-    ),
-    Resource(
-        "admissionregistration.k8s.io/v1",
-        "MutatingWebhookConfiguration",
-        "mutatingwebhookconfigurations",
-        False,
-    ),
-)
 
 
 def _olm_owned(kube: Kube, installed: Installed) -> list[str]:
@@ -55,7 +34,7 @@ def _olm_owned(kube: Kube, installed: Installed) -> list[str]:
     namespaces = [installed.namespace]
     if installed.csv is not None:
         namespaces += [n for n in target_namespaces(installed.csv) or [] if n not in namespaces]
-    for resource in NAMESPACED:
+    for resource in OWNED_NAMESPACED:
         for namespace in namespaces:
             items, _ = kube.list(resource, namespace)
             for obj in items:
@@ -67,7 +46,7 @@ def _olm_owned(kube: Kube, installed: Installed) -> list[str]:
                     for o in owners
                 ):
                     found.append(f"{resource.kind} {namespace}/{meta['name']}")
-    for resource in CLUSTER:
+    for resource in OWNED_CLUSTER:
         try:
             items, _ = kube.list(resource, label_selector=selector)
         except NotFound:

@@ -22,14 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pivoter.kube import Kube, NotFound, Object, Resource
-from pivoter.olmv0.names import (
-    CLUSTER_ROLE_BINDINGS,
-    CLUSTER_ROLES,
-    ROLE_BINDINGS,
-    ROLES,
-    WEBHOOK_CONFIGURATIONS,
-)
-from pivoter.olmv0.resources import LABEL_OWNER
+from pivoter.olmv0.resources import LABEL_OWNER, OWNED_CLUSTER, OWNED_NAMESPACED
 
 __all__ = ["ANNOTATION_QUIET", "QUIET_SECONDS", "Quiet", "observe"]
 
@@ -38,17 +31,6 @@ ANNOTATION_QUIET = "olmv0.pivoter.io/olm-quiet-since"
 QUIET_SECONDS = 15.0
 """How long OLM v0's objects must stay unchanged (one InstallPlan sync writes every few seconds,
 even on a loaded two-core machine)."""
-
-NAMESPACED = (
-    Resource("v1", "ConfigMap", "configmaps", True),
-    Resource("v1", "Service", "services", True),
-    Resource("v1", "ServiceAccount", "serviceaccounts", True),
-    Resource("v1", "Secret", "secrets", True),
-    Resource("apps/v1", "Deployment", "deployments", True),
-    ROLES,
-    ROLE_BINDINGS,
-)
-CLUSTER = (CLUSTER_ROLES, CLUSTER_ROLE_BINDINGS, *WEBHOOK_CONFIGURATIONS)
 
 
 @dataclass(frozen=True)
@@ -65,7 +47,7 @@ class Quiet:
 def _digest(kube: Kube, csv: str, namespace: str) -> str:
     selector = f"{LABEL_OWNER}={csv}"
     seen: list[str] = []
-    for resource in (*NAMESPACED, *CLUSTER):
+    for resource in (*OWNED_NAMESPACED, *OWNED_CLUSTER):
         try:
             items, _ = kube.list(
                 resource, namespace if resource.namespaced else None, label_selector=selector

@@ -21,6 +21,8 @@ __all__ = [
     "LABEL_WEBHOOK_GENERATE_NAME",
     "OPERATOR_CONDITIONS",
     "OPERATOR_GROUPS",
+    "OWNED_CLUSTER",
+    "OWNED_NAMESPACED",
     "SUBSCRIPTIONS",
 ]
 
@@ -43,3 +45,24 @@ LABEL_OWNER_KIND = "olm.owner.kind"
 webhook configurations that carry them."""
 LABEL_WEBHOOK_GENERATE_NAME = "olm.webhook-description-generate-name"
 """On a webhook configuration OLM v0 created: the CSV webhook definition's ``generateName``."""
+
+RBAC = "rbac.authorization.k8s.io/v1"
+ADMISSION = "admissionregistration.k8s.io/v1"
+OWNED_NAMESPACED = (
+    Resource("apps/v1", "Deployment", "deployments", True),
+    Resource("v1", "Service", "services", True),
+    Resource("v1", "Secret", "secrets", True),
+    Resource("v1", "ConfigMap", "configmaps", True),
+    Resource("v1", "ServiceAccount", "serviceaccounts", True),
+    Resource(RBAC, "Role", "roles", True),
+    Resource(RBAC, "RoleBinding", "rolebindings", True),
+)
+"""The namespaced kinds OLM v0 writes for a CSV (its Deployments, the bundle's objects, the
+generated RBAC and certificate Secrets)."""
+OWNED_CLUSTER = (
+    Resource(RBAC, "ClusterRole", "clusterroles", False),
+    Resource(RBAC, "ClusterRoleBinding", "clusterrolebindings", False),
+    Resource(ADMISSION, "ValidatingWebhookConfiguration", "validatingwebhookconfigurations", False),
+    Resource(ADMISSION, "MutatingWebhookConfiguration", "mutatingwebhookconfigurations", False),
+)
+"""The cluster-scoped kinds OLM v0 writes for a CSV and labels as its own."""
