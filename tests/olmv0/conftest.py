@@ -27,7 +27,8 @@ __all__ = [
 @pytest.fixture(scope="package")
 def olm(cluster: TestCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OlmV0]:
     """OLM v0's olm-operator and catalog-operator, started once for this package's tests and
-    stopped after them (so no other test shares the cluster with OLM)."""
+    stopped after them (so no other test shares the cluster with OLM); OLM's CRDs are removed
+    then too (the tests that run next in this worker make stand-ins of some)."""
     api_client = load_client(kubeconfig=str(cluster.kubeconfig))
     peer = OlmV0(
         cluster.kubeconfig, KubeAPI(api_client), Kube(api_client), tmp_path_factory.mktemp("olm")
@@ -42,7 +43,10 @@ def olm(cluster: TestCluster, tmp_path_factory: pytest.TempPathFactory) -> Itera
             peer.remove_left_behind(before)
         finally:
             peer.stop()
-            api_client.close()
+            try:
+                peer.remove_crds(before)
+            finally:
+                api_client.close()
 
 
 @pytest.fixture(autouse=True)

@@ -132,52 +132,66 @@ class OlmV0:
         """Delete what OLM v0 left since ``before`` (but its own CRDs, and the ClusterRoles of
         OperatorGroups, which it keeps while a group exists): it never deletes the CRDs
         it installed, nor the ClusterRoles and bindings a bundle ships, and later tests install
-        the same bundles. What pivoter manages (its owner label) is its tests' business."""
+        the same bundles. What pivoter manages (its owner label) is its tests' business.
+
+        Repeated until a pass finds nothing: a test may end with an install OLM v0 is still
+        working on (``pivoter adopt --undo`` hands one back), whose syncs under way create a
+        CSV, CRDs and roles again after the first pass deleted them."""
         olm = {str(yaml.safe_load(p.read_text())["metadata"]["name"]) for p in _crd_files()}
-        self._stop_installs()
-        leftovers = []
-        for resource in LEFT_BEHIND:
-            for obj in self.kube.list(resource)[0]:
-                name = str(obj["metadata"]["name"])
-                labels = obj["metadata"].get("labels") or {}
-                if (resource.kind, name) in before or name in olm or PIVOTER_OWNER in labels:
-                    continue
-                if labels.get("olm.owner.kind") == "OperatorGroup":
-                    continue  # OLM v0 keeps them while the group is, under names of its own
-                leftovers.append((resource.kind, name))
-                with contextlib.suppress(NotFound):
-                    self.kube.delete(resource, name)
+        seen: list[tuple[str, str]] = []
+
+        def clean() -> bool:
+            installs = self._delete_installs()
+            leftovers = []
+            for resource in LEFT_BEHIND:
+                for obj in self.kube.list(resource)[0]:
+                    name = str(obj["metadata"]["name"])
+                    labels = obj["metadata"].get("labels") or {}
+                    if (resource.kind, name) in before or name in olm or PIVOTER_OWNER in labels:
+                        continue
+                    if labels.get("olm.owner.kind") == "OperatorGroup":
+                        continue  # OLM v0 keeps them while the group is, under names of its own
+                    leftovers.append((resource.kind, name))
+                    with contextlib.suppress(NotFound):
+                        self.kube.delete(resource, name)
+            seen[:] = leftovers
+            return not installs and not leftovers
+
+        wait_for(
+            clean,
+            timeout=300,
+            interval=2.0,
+            what="OLM v0's installs and leftovers gone",
+            detail=lambda: seen,
+        )
+
+    def remove_crds(self, before: set[tuple[str, str]]) -> None:
+        """Delete OLM's own CRDs unless they were there ``before`` :meth:`install_crds`, and wait
+        until they are gone (their custom resources go with them)."""
+        names = [str(yaml.safe_load(p.read_text())["metadata"]["name"]) for p in _crd_files()]
+        mine = [n for n in names if ("CustomResourceDefinition", n) not in before]
+        for name in mine:
+            with contextlib.suppress(NotFound):
+                self.kube.delete(CRDS, name)
 
         def gone() -> bool:
-            return not set(leftovers) & self.cluster_names()
+            return not {("CustomResourceDefinition", n) for n in mine} & self.cluster_names()
 
-        wait_for(gone, timeout=240, what=f"what OLM v0 left ({leftovers})")
+        wait_for(gone, timeout=120, what=f"OLM's CRDs to be deleted ({mine})")
 
-    def _stop_installs(self) -> None:
-        """Delete every Subscription, InstallPlan and CSV (a test may end with an operator
-        OLM v0 still manages, e.g. handed back by ``pivoter adopt --undo``): while they exist,
-        OLM v0 puts back the CRDs and roles deleted after it."""
-        csvs: list[tuple[str, str]] = []
+    def _delete_installs(self) -> list[tuple[str, str]]:
+        """Delete every Subscription, InstallPlan and CSV that exists (copies in target
+        namespaces go with their original); return what was there (kind, namespace/name)."""
+        found: list[tuple[str, str]] = []
         for resource in (SUBSCRIPTIONS, INSTALL_PLANS, CSVS):
             for obj in self.kube.list(resource)[0]:
                 meta = obj["metadata"]
                 if resource is CSVS and (meta.get("labels") or {}).get("olm.copiedFrom"):
-                    continue  # a copy in a target namespace: OLM v0 removes it with the original
+                    continue
+                found.append((resource.kind, f"{meta['namespace']}/{meta['name']}"))
                 with contextlib.suppress(NotFound):
                     self.kube.delete(resource, meta["name"], meta["namespace"])
-                if resource is CSVS:
-                    csvs.append((meta["namespace"], meta["name"]))
-
-        def gone() -> bool:
-            for namespace, name in csvs:
-                try:
-                    self.kube.get(CSVS, name, namespace)
-                except NotFound:
-                    continue
-                return False
-            return True
-
-        wait_for(gone, timeout=120, what=f"OLM v0's CSVs to be deleted ({csvs})")
+        return found
 
     def start(self) -> None:
         """Start ``olm`` and ``catalog`` (logs under the work directory)."""
