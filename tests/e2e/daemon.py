@@ -25,7 +25,7 @@ from pathlib import Path
 from pivoter.kube import Kube, NotFound
 from pivoter.webhook.registration import NAME as WEBHOOK_CONFIGURATION
 
-__all__ = ["Daemon", "DaemonError", "free_port"]
+__all__ = ["Daemon", "DaemonError", "free_port", "free_ports"]
 
 WEBHOOK_CONFIGS = "admissionregistration.k8s.io/v1"
 
@@ -39,6 +39,19 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` different free ports: the probes stay bound until all are picked (one probe
+    closed before the next opens may get the same port back, which the daemon then refuses:
+    "--content-bind-address and --metrics-bind-address share port ...")."""
+    with contextlib.ExitStack() as stack:
+        ports = []
+        for _ in range(count):
+            probe = stack.enter_context(socket.socket())
+            probe.bind(("127.0.0.1", 0))
+            ports.append(int(probe.getsockname()[1]))
+        return ports
 
 
 class Daemon:
@@ -78,8 +91,7 @@ class Daemon:
 
     def argv(self) -> list[str]:
         """The ``pivoter run`` command line (fresh ports on every start)."""
-        self.metrics_port, self.health_port = free_port(), free_port()
-        self.content_port, self.webhook_port = free_port(), free_port()
+        self.metrics_port, self.health_port, self.content_port, self.webhook_port = free_ports(4)
         argv = [
             sys.executable,
             "-m",

@@ -36,7 +36,7 @@ import yaml
 
 from pivoter.kube import Kube, Resource
 from tests.cluster import TestCluster, wait_for
-from tests.e2e.daemon import free_port
+from tests.e2e.daemon import free_ports
 from tests.image.images import REPO
 
 BRIDGE = "pvtr0"
@@ -112,6 +112,7 @@ def _cni_config(workdir: Path) -> dict[str, Any]:
 
 
 def _kubelet_config(workdir: Path) -> dict[str, Any]:
+    kubelet_port, healthz_port = free_ports(2)
     return {
         "apiVersion": "kubelet.config.k8s.io/v1beta1",
         "kind": "KubeletConfiguration",
@@ -120,8 +121,8 @@ def _kubelet_config(workdir: Path) -> dict[str, Any]:
         "failSwapOn": False,
         "containerRuntimeEndpoint": f"unix://{workdir}/containerd.sock",
         "address": "127.0.0.1",
-        "port": free_port(),
-        "healthzPort": free_port(),
+        "port": kubelet_port,
+        "healthzPort": healthz_port,
         "readOnlyPort": 0,
         "authentication": {"anonymous": {"enabled": True}, "webhook": {"enabled": False}},
         "authorization": {"mode": "AlwaysAllow"},  # the kubelet's API is on loopback only

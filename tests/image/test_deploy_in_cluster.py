@@ -29,7 +29,7 @@ from cryptography import x509
 
 from pivoter.kube import Kube, NotFound, Resource
 from tests.cluster import TestCluster, wait_for
-from tests.e2e.daemon import free_port
+from tests.e2e.daemon import free_ports
 from tests.image.images import REPO, BuiltImage
 from tests.tools import tool
 
@@ -257,7 +257,7 @@ def test_the_daemon_needs_nothing_beyond_its_own_roles(
         kube.delete(CLUSTER_ROLE_BINDINGS, "pivoter-installer")
     _installer_account(private_cluster)
     kube.create(CONFIG_MAPS, _source_config_map(), NAMESPACE)
-    probes, webhook = free_port(), free_port()
+    probes, webhook = free_ports(2)
     log = tmp_path / "pivoter.log"
     argv = [str(RUN), "--kubeconfig", str(private_cluster.kubeconfig), "--name", "pivoter-lp"]
     argv += [built_image.tag, "run", "--leader-elect", "--log-format", "text"]
