@@ -21,27 +21,22 @@ Called by :mod:`pivoter.olmv0.handover` when an adoption starts.
 
 from __future__ import annotations
 
-from pivoter.kube import Kube, NotFound, Object, Resource
+from pivoter.kube import Kube, NotFound, Object
 from pivoter.olmv0.resources import (
+    CLUSTER_ROLE_BINDINGS,
+    CLUSTER_ROLES,
     LABEL_OWNER,
     LABEL_OWNER_NAMESPACE,
     LABEL_WEBHOOK_GENERATE_NAME,
+    ROLE_BINDINGS,
+    ROLES,
+    WEBHOOK_CONFIGURATIONS,
 )
 from pivoter.olmv0.survey import Installed
 from provisioners.formats.registry_v1.names import bounded_name
 
 __all__ = ["object_names"]
 
-RBAC = "rbac.authorization.k8s.io/v1"
-ROLES = Resource(RBAC, "Role", "roles", True)
-ROLE_BINDINGS = Resource(RBAC, "RoleBinding", "rolebindings", True)
-CLUSTER_ROLES = Resource(RBAC, "ClusterRole", "clusterroles", False)
-CLUSTER_ROLE_BINDINGS = Resource(RBAC, "ClusterRoleBinding", "clusterrolebindings", False)
-ADMISSION = "admissionregistration.k8s.io/v1"
-WEBHOOK_CONFIGURATIONS = (
-    Resource(ADMISSION, "ValidatingWebhookConfiguration", "validatingwebhookconfigurations", False),
-    Resource(ADMISSION, "MutatingWebhookConfiguration", "mutatingwebhookconfigurations", False),
-)
 PERMISSIONS_HASH = "olm.permissions.hash"
 
 

@@ -23,7 +23,10 @@ __all__ = [
     "OPERATOR_GROUPS",
     "OWNED_CLUSTER",
     "OWNED_NAMESPACED",
+    "ROLES",
+    "ROLE_BINDINGS",
     "SUBSCRIPTIONS",
+    "WEBHOOK_CONFIGURATIONS",
 ]
 
 GROUP = "operators.coreos.com"
@@ -48,21 +51,24 @@ LABEL_WEBHOOK_GENERATE_NAME = "olm.webhook-description-generate-name"
 
 RBAC = "rbac.authorization.k8s.io/v1"
 ADMISSION = "admissionregistration.k8s.io/v1"
+ROLES = Resource(RBAC, "Role", "roles", True)
+ROLE_BINDINGS = Resource(RBAC, "RoleBinding", "rolebindings", True)
+CLUSTER_ROLES = Resource(RBAC, "ClusterRole", "clusterroles", False)
+CLUSTER_ROLE_BINDINGS = Resource(RBAC, "ClusterRoleBinding", "clusterrolebindings", False)
+WEBHOOK_CONFIGURATIONS = (
+    Resource(ADMISSION, "ValidatingWebhookConfiguration", "validatingwebhookconfigurations", False),
+    Resource(ADMISSION, "MutatingWebhookConfiguration", "mutatingwebhookconfigurations", False),
+)
 OWNED_NAMESPACED = (
     Resource("apps/v1", "Deployment", "deployments", True),
     Resource("v1", "Service", "services", True),
     Resource("v1", "Secret", "secrets", True),
     Resource("v1", "ConfigMap", "configmaps", True),
     Resource("v1", "ServiceAccount", "serviceaccounts", True),
-    Resource(RBAC, "Role", "roles", True),
-    Resource(RBAC, "RoleBinding", "rolebindings", True),
+    ROLES,
+    ROLE_BINDINGS,
 )
 """The namespaced kinds OLM v0 writes for a CSV (its Deployments, the bundle's objects, the
 generated RBAC and certificate Secrets)."""
-OWNED_CLUSTER = (
-    Resource(RBAC, "ClusterRole", "clusterroles", False),
-    Resource(RBAC, "ClusterRoleBinding", "clusterrolebindings", False),
-    Resource(ADMISSION, "ValidatingWebhookConfiguration", "validatingwebhookconfigurations", False),
-    Resource(ADMISSION, "MutatingWebhookConfiguration", "mutatingwebhookconfigurations", False),
-)
+OWNED_CLUSTER = (CLUSTER_ROLES, CLUSTER_ROLE_BINDINGS, *WEBHOOK_CONFIGURATIONS)
 """The cluster-scoped kinds OLM v0 writes for a CSV and labels as its own."""
