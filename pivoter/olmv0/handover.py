@@ -104,7 +104,10 @@ class Progress:
 def start(kube: Kube, installed: Installed, name: str) -> Object:
     """Create the paused Resolution that adopts ``installed`` (or return the existing one)."""
     body = resolution_for(
-        installed, name=name, adoption_step=PLANNING, object_names=object_names(kube, installed)
+        installed,
+        name=name,
+        adoption_step=PLANNING,
+        object_names=object_names(kube, installed.installed_csv, installed.namespace),
     )
     try:
         created = kube.create(RESOLUTIONS, body)
@@ -212,7 +215,9 @@ def _install(kube: Kube, res: Object) -> Progress:
                 f"waiting for OLM v0 to stop writing the objects of {csv} "
                 f"({seen.waited:.0f}/{quiet.QUIET_SECONDS:.0f} s unchanged)",
             )
-        res = kube.merge_patch(RESOLUTIONS, name, {"spec": {"paused": None}})
+        names = object_names(kube, csv, namespace)
+        spec = {"paused": None, "packages": _renamed(res["spec"]["packages"], names)}
+        res = kube.merge_patch(RESOLUTIONS, name, {"spec": spec})
     children = Children(kube, InputRef("Resolution", name)).list()
     states = {package: state_of(bd) for package, bd in children.items()}
     progressing = _condition(res, "Progressing")
@@ -227,6 +232,18 @@ def _install(kube: Kube, res: Object) -> Progress:
         return Progress(INSTALLING, f"waiting for the child to be installed and healthy {detail}")
     _record(kube, name, RELEASING)
     return _release(kube, kube.get(RESOLUTIONS, name))
+
+
+def _renamed(packages: list[dict[str, Any]], names: dict[str, str]) -> list[dict[str, Any]]:
+    """The adopted package (the only one) with ``objectNames`` read again now that OLM v0 is
+    quiet (:func:`pivoter.olmv0.names.object_names` says why once at the start is not enough)."""
+    renamed = []
+    for package in packages:
+        config = {k: v for k, v in (package.get("config") or {}).items() if k != "objectNames"}
+        if names:
+            config["objectNames"] = names
+        renamed.append({**package, "config": config})
+    return renamed
 
 
 def _strip(kube: Kube, ref: Any) -> None:

@@ -8,15 +8,20 @@ config ``objectNames`` mapping each pivoter name to OLM v0's, found from the liv
 
 * a Role OLM v0 generated from ``permissions`` (owner labels, ``olm.permissions.hash``), its
   RoleBinding's service account ``sa``: ``Role/<csv>-<sa>`` and ``RoleBinding/<csv>-<sa>``; in
-  AllNamespaces mode OLM v0 copies it to a ClusterRole of the same name, which is pivoter's
-  ``ClusterRole/<csv>-<sa>`` (and its binding);
+  AllNamespaces mode OLM v0 copies it to a ClusterRole and ClusterRoleBinding of the same name,
+  pivoter's ``ClusterRole/<csv>-<sa>`` (and its binding). That copy is mapped from the Role,
+  whether or not it exists yet: OLM v0 makes it at some later sync of the CSV, which may come
+  after the CSV succeeded and even after the adoption began (seen in CI); the child then
+  creates it under the name OLM v0 would give it, and OLM v0, finding it, makes no twin;
 * any other generated ClusterRole (from ``clusterPermissions``): ``ClusterRole/<csv>-<sa>-cluster``;
 * a webhook configuration labelled ``olm.webhook-description-generate-name: <g>``:
   ``<Kind>/<csv>-<g>``.
 
 When several OLM v0 roles map to one pivoter name (a CSV listing one service account twice,
 which pivoter merges), the first is kept; the others are left to OLM v0, which removes them.
-Called by :mod:`pivoter.olmv0.handover` when an adoption starts.
+Called by :mod:`pivoter.olmv0.handover` when an adoption starts (for the plan) and again once
+OLM v0 has stopped writing the CSV's objects, just before the child applies (an InstallPlan
+sync under way when the adoption began may still have been making some).
 """
 
 from __future__ import annotations
@@ -32,7 +37,6 @@ from pivoter.olmv0.resources import (
     ROLES,
     WEBHOOK_CONFIGURATIONS,
 )
-from pivoter.olmv0.survey import Installed
 from provisioners.formats.registry_v1.names import bounded_name
 
 __all__ = ["object_names"]
@@ -51,9 +55,8 @@ def _put(names: dict[str, str], kind: str, generated: str, existing: str) -> Non
     names.setdefault(f"{kind}/{generated}", existing)
 
 
-def object_names(kube: Kube, installed: Installed) -> dict[str, str]:
-    """``objectNames`` for the child that adopts ``installed``."""
-    csv, namespace = installed.installed_csv, installed.namespace
+def object_names(kube: Kube, csv: str, namespace: str) -> dict[str, str]:
+    """``objectNames`` for the child that adopts the CSV ``csv`` in ``namespace``."""
     selector = f"{LABEL_OWNER}={csv},{LABEL_OWNER_NAMESPACE}={namespace},{PERMISSIONS_HASH}"
     names: dict[str, str] = {}
     roles, _ = kube.list(ROLES, namespace, label_selector=selector)
@@ -64,8 +67,8 @@ def object_names(kube: Kube, installed: Installed) -> dict[str, str]:
         role_names.add(name)
         account = _account(bindings.get(name))
         if account:
-            _put(names, "Role", bounded_name(csv, account), name)
-            _put(names, "RoleBinding", bounded_name(csv, account), name)
+            for kind in ("Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"):
+                _put(names, kind, bounded_name(csv, account), name)
     cluster_roles, _ = kube.list(CLUSTER_ROLES, label_selector=selector)
     cluster_bindings = {
         b["metadata"]["name"]: b
@@ -74,11 +77,9 @@ def object_names(kube: Kube, installed: Installed) -> dict[str, str]:
     for role in sorted(cluster_roles, key=lambda r: str(r["metadata"]["name"])):
         name = str(role["metadata"]["name"])
         account = _account(cluster_bindings.get(name))
-        if not account:
-            continue
-        suffix = "" if name in role_names else "cluster"  # a copy of a Role: AllNamespaces
-        _put(names, "ClusterRole", bounded_name(csv, account, suffix), name)
-        _put(names, "ClusterRoleBinding", bounded_name(csv, account, suffix), name)
+        if account and name not in role_names:  # (a Role's copy is mapped above)
+            _put(names, "ClusterRole", bounded_name(csv, account, "cluster"), name)
+            _put(names, "ClusterRoleBinding", bounded_name(csv, account, "cluster"), name)
     owner = f"{LABEL_OWNER}={csv},{LABEL_OWNER_NAMESPACE}={namespace}"
     for resource in WEBHOOK_CONFIGURATIONS:
         try:

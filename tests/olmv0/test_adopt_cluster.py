@@ -107,9 +107,10 @@ def _cluster_scoped(b: BundleDir) -> list[str]:
     return [o["metadata"]["name"] for o in b.manifests() if o["kind"] in kinds]
 
 
-def _wait_settled(env: Env, namespace: str) -> None:
-    """Wait until OLM v0 stopped changing the Deployments (it may update one again a moment
-    after the CSV succeeded): the same generations and ReplicaSets over five seconds."""
+def _wait_settled(env: Env, namespace: str, crds: list[str]) -> None:
+    """Wait until OLM v0 stopped changing what it made (it may update a Deployment again a
+    moment after the CSV succeeded, and lift Roles to ClusterRoles at a later sync): the same
+    generations, ReplicaSets and objects over five seconds."""
     previous: list[Any] = []
 
     def still() -> bool:
@@ -119,6 +120,7 @@ def _wait_settled(env: Env, namespace: str) -> None:
                 for d in env.kube.list(DEPLOYMENTS, namespace)[0]
             ),
             _replica_sets(env, namespace),
+            _uids(env, namespace, crds),
         ]
         same = now == previous
         previous[:] = now
@@ -269,7 +271,7 @@ def test_adopt_every_real_bundle_in_place_then_upgrade_it_with_a_pivot(
         source = olm.catalog_source(a.namespace, address)
         olm.subscription(a.namespace, a.bundle.package, a.bundle.channels[0], source)
         a.csv = olm.wait_installed(a.namespace, a.bundle.package, timeout=300)
-        _wait_settled(env, a.namespace)
+        _wait_settled(env, a.namespace, _cluster_scoped(a.bundle))
         a.before = _uids(env, a.namespace, _cluster_scoped(a.bundle))
         a.deployments = _deployments(env, a.namespace)
         a.pods = _pods(env, a.namespace)
