@@ -289,6 +289,7 @@ def _documents(parser: Any, limits: Limits, go_yaml: bool) -> Iterator[tuple[Any
     cur_anchor: str | None = None
     cur_merges: list[Any] | None = None
     anchors: dict[str, Any] = {}
+    measured: dict[str, tuple[int, int]] = {}  # an anchored collection's size and height
     open_anchors: set[str] = set()
     nodes = 0
     documents = 0
@@ -310,6 +311,7 @@ def _documents(parser: Any, limits: Limits, go_yaml: bool) -> Iterator[tuple[Any
                     value = _slow_scalar(event, resolvers, bools)
                 if event.anchor is not None:
                     anchors[event.anchor] = value
+                    measured.pop(event.anchor, None)
             elif kind is _MappingStartEvent or kind is _SequenceStartEvent:
                 nodes += 1
                 tag = event.tag
@@ -337,6 +339,7 @@ def _documents(parser: Any, limits: Limits, go_yaml: bool) -> Iterator[tuple[Any
                 if cur_anchor is not None:
                     open_anchors.discard(cur_anchor)
                     anchors[cur_anchor] = value
+                    measured.pop(cur_anchor, None)
                 if stack:
                     cur, cur_list, cur_key, cur_anchor, cur_merges = stack.pop()
                 else:
@@ -352,14 +355,17 @@ def _documents(parser: Any, limits: Limits, go_yaml: bool) -> Iterator[tuple[Any
                     raise Refused(f"the alias *{name} refers to no anchor")
                 value = anchors[name]
                 if type(value) is dict or type(value) is list:
-                    size = _size(value)
+                    # Measured once per anchor: an alias bomb repeats each alias many times.
+                    size, height = measured.get(name) or measured.setdefault(
+                        name, (_size(value), _height(value))
+                    )
                     nodes += size
                     if nodes > max_nodes:
                         raise TooBig(
                             f"the document expands to more than {max_nodes:,} nodes (aliases "
                             "included); refusing a possible alias bomb"
                         )
-                    if len(stack) + (cur is not None) + _height(value) > max_depth:
+                    if len(stack) + (cur is not None) + height > max_depth:
                         raise TooDeep(f"YAML nested deeper than {max_depth} levels; refusing it")
                     value = _copy(value)
                 else:
@@ -369,6 +375,7 @@ def _documents(parser: Any, limits: Limits, go_yaml: bool) -> Iterator[tuple[Any
                 if documents > limits.max_documents:
                     raise Refused(f"more than {limits.max_documents} documents in one stream")
                 anchors.clear()
+                measured.clear()
                 open_anchors.clear()
                 nodes = 0
                 root = None

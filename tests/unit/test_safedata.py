@@ -104,6 +104,21 @@ def test_billion_laughs_is_refused_in_bounded_time() -> None:
         safedata.load_yaml(LAUGHS, limits=Limits(max_nodes=10_000))
 
 
+def test_a_redefined_anchor_is_measured_anew() -> None:
+    """Sizes and heights are kept per anchor (an alias bomb repeats each alias); an anchor
+    defined again counts with its new value."""
+    small = "a: &x [1]\nb: *x\n"
+    big = "c: &x [" + ", ".join(["1"] * 50) + "]\nd: [*x, *x]\n"
+    doc = safedata.load_yaml(small + big, limits=Limits(max_nodes=200))
+    assert doc["b"] == [1] and doc["d"] == [[1] * 50] * 2
+    with pytest.raises(SafeDataError, match="alias bomb"):
+        safedata.load_yaml(small + big + "e: [*x, *x]\n", limits=Limits(max_nodes=200))
+    deep = "a: &x [1]\nb: *x\nc: &x " + "[" * 10 + "]" * 10 + "\nd: " + "[" * 5 + "*x" + "]" * 5
+    with pytest.raises(SafeDataError, match="nested deeper"):
+        safedata.load_yaml(deep, limits=Limits(max_depth=14))
+    assert safedata.load_yaml(deep, limits=Limits(max_depth=17))["b"] == [1]
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
