@@ -334,7 +334,10 @@ _MM_NOGROUP = (
     r"v?[0-9xX*]+(?:\.[0-9xX*]+)?(?:\.[0-9xX*]+)?"
     r"(?:-[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?"
 )
-_MM_HYPHEN = re.compile(rf"({_MM_NOGROUP})\s+-\s+({_MM_NOGROUP})")
+_MM_HYPHEN = re.compile(rf"(?<![0-9A-Za-z.+*-])({_MM_NOGROUP})\s+-\s+({_MM_NOGROUP})")
+"""``A - B``. A starts where a token starts (the look-behind): unanchored, the search tried every
+digit of a long number as a start and scanned the rest of it each time, quadratic in its length
+(20,000 digits took 21 s); a version glued to a letter or a dot is not a valid term either way."""
 _MM_TERM = re.compile(rf"^(?P<op>{_MM_OPS})?\s*{_MM_VERSION}$")
 
 

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from resolver.versions import (
     RangeSyntaxError,
+    Syntax,
     Version,
     VersionSyntaxError,
     parse_range,
@@ -94,6 +95,10 @@ MASTERMINDS_CASES = [
     ("=1.2.3", {"1.2.3": True, "1.2.4": False}),
     ("1.2 - 1.4", {"1.1.9": False, "1.2.0": True, "1.4.8": True, "1.5.0": False}),
     ("1.2.3 - 2.3.4", {"1.2.3": True, "2.3.4": True, "2.3.5": False}),
+    ("v1.2 - v1.4", {"1.1.9": False, "1.3.0": True, "1.5.0": False}),
+    ("1.2.3-rc.1 - 1.4", {"1.2.3": True, "1.2.2": False, "1.4.1": True, "1.4.2-rc.1": False}),
+    ("1.0 - 1.1 || 2.0 - 2.1", {"1.1.5": True, "1.5.0": False, "2.1.0": True, "2.2.0": False}),
+    (">=1.0.0, 1.2 - 1.4", {"1.1.0": False, "1.3.0": True}),
     (">= 1.2, < 2", {"1.2.0": True, "1.99.0": True, "2.0.0": False}),
     (">=1.2 <2", {"1.5.0": True, "2.0.0": False}),
     (">1", {"1.9.0": False, "2.0.0": True}),
@@ -113,6 +118,26 @@ MASTERMINDS_CASES = [
 def test_masterminds_ranges(text: str, expected: dict[str, bool]) -> None:
     rng = parse_range(text, "masterminds")
     assert {v: rng.contains(v) for v in expected} == expected
+
+
+@pytest.mark.timeout(60)  # quadratic parsing took minutes here (21 s for 20,000 digits)
+@pytest.mark.parametrize("syntax", ["blang", "masterminds"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "9" * 200_000,
+        ">=" + "9" * 200_000,
+        "1 - " + "9" * 200_000,
+        "9" * 200_000 + " - 1",
+        "1.0.0-" + "a." * 100_000 + "!",
+        "1.0.0 || " * 20_000 + "!",
+    ],
+)
+def test_long_hostile_ranges_end_in_linear_time(text: str, syntax: Syntax) -> None:
+    """A range comes from catalogs and users: none can make the parser backtrack quadratically
+    (a number past 2^64-1 or a stray character is a syntax error, found in one pass)."""
+    with pytest.raises(RangeSyntaxError):
+        parse_range(text, syntax)
 
 
 @pytest.mark.parametrize(
