@@ -26,21 +26,24 @@ from resolver.catalog.sources import CatalogdSource, RegistrySource
 from resolver.catalog.sources import SourceError as CatalogSourceError
 from tests.net.hostile import Hostile, Step, hostile_server, timed
 
-DEADLINE = 2.0
-STALL = 1.5
-"""Longer than the drip interval (1 s): a per-read timeout alone never fires on a drip."""
+DRIP = 0.25
+"""Seconds between two bytes of a dripping peer."""
+DEADLINE = 1.0
+STALL = DRIP + 0.5
+"""Longer than the drip interval: a per-read timeout alone never fires on a drip (half a second
+to spare for a loaded machine)."""
 MARGIN = 2.0
 OPTIONS = FetchOptions(timeout_seconds=STALL, deadline_seconds=DEADLINE)
 
 OK_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: application/jsonl\r\n"
 DRIPS: dict[str, list[Step]] = {
     # Every part of a response can be dripped: each would take a minute or more.
-    "status line": [("drip", b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}", 1.0)],
-    "headers": [("send", OK_HEAD), ("drip", b"X-Slow: " + b"a" * 80 + b"\r\n\r\n", 1.0)],
-    "body": [("send", OK_HEAD + b"Content-Length: 500\r\n\r\n"), ("drip", b"x" * 500, 1.0)],
+    "status line": [("drip", b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}", DRIP)],
+    "headers": [("send", OK_HEAD), ("drip", b"X-Slow: " + b"a" * 80 + b"\r\n\r\n", DRIP)],
+    "body": [("send", OK_HEAD + b"Content-Length: 500\r\n\r\n"), ("drip", b"x" * 500, DRIP)],
     "chunked body": [
         ("send", OK_HEAD + b"Transfer-Encoding: chunked\r\n\r\n"),
-        ("drip", b"1\r\na\r\n" * 100, 0.2),
+        ("drip", b"1\r\na\r\n" * 100, DRIP / 2),
     ],
 }
 
@@ -91,11 +94,11 @@ def test_a_dripping_peer_is_cut_off_at_the_deadline(client: str, drip: str, dest
 @pytest.mark.parametrize("client", sorted(CLIENTS))
 def test_headers_then_silence_is_a_stall(client: str, dest: Path) -> None:
     error = CLIENTS[client][1]
-    deadline_far = FetchOptions(timeout_seconds=1.0, deadline_seconds=30)
+    deadline_far = FetchOptions(timeout_seconds=STALL, deadline_seconds=30)
     script: list[Step] = [("send", OK_HEAD + b"Content-Length: 100\r\n\r\n"), ("stall", 60)]
     with hostile_server(script) as server:
         if client == "catalogd client":
-            source = CatalogdSource(f"{server.url}/catalogs/x", timeout=1.0, deadline=30)
+            source = CatalogdSource(f"{server.url}/catalogs/x", timeout=STALL, deadline=30)
             exc, seconds = timed(source.fetch)
         elif client == "catalog image source":
             ref = f"127.0.0.1:{server.port}/team/catalog:v1"
@@ -109,7 +112,7 @@ def test_headers_then_silence_is_a_stall(client: str, dest: Path) -> None:
             exc, seconds = timed(lambda: fetch(spec, dest / "dest", deadline_far))
     assert isinstance(exc, error), exc
     assert "stalled" in str(exc), exc
-    assert seconds < 1.0 + MARGIN
+    assert seconds < STALL + MARGIN
 
 
 def test_the_deadline_spans_every_request_of_a_fetch(dest: Path) -> None:
@@ -119,7 +122,7 @@ def test_the_deadline_spans_every_request_of_a_fetch(dest: Path) -> None:
     def script(head: bytes) -> list[Step]:
         if b"/manifests/" in head:
             return [
-                ("stall", 1.0),
+                ("stall", 0.5),
                 (
                     "send",
                     b"HTTP/1.1 307 Again\r\nLocation: /v2/team/b/manifests/v1\r\n"
@@ -133,13 +136,13 @@ def test_the_deadline_spans_every_request_of_a_fetch(dest: Path) -> None:
             lambda: fetch(
                 ImageSpec(f"127.0.0.1:{server.port}/team/b:v1"),
                 dest / "dest",
-                FetchOptions(timeout_seconds=STALL, deadline_seconds=3.5),
+                FetchOptions(timeout_seconds=1.0, deadline_seconds=1.75),
             )
         )
-    # Five redirects of 1 s each would be 6 s; the deadline stops it at 3.5 s.
+    # Five redirects of 0.5 s each would be 3 s; the deadline stops it at 1.75 s.
     assert isinstance(exc, SourceUnavailableError), exc
     assert "deadline" in str(exc)
-    assert seconds < 3.5 + MARGIN
+    assert seconds < 1.75 + MARGIN
 
 
 def test_an_endless_json_line_is_refused_at_the_line_cap() -> None:
@@ -212,13 +215,13 @@ def _git_helpers_for(marker: str) -> list[str]:
 def test_git_against_a_dripping_server_ends_by_the_deadline_and_leaves_no_process(
     dest: Path,
 ) -> None:
-    # 2 bytes a second keeps git's own low-speed check (1 byte/s) satisfied.
+    # 4 bytes a second keeps git's own low-speed check (1 byte/s) satisfied.
     script: list[Step] = [
         (
             "send",
             b"HTTP/1.1 200 OK\r\nContent-Type: application/x-git-upload-pack-advertisement\r\n",
         ),
-        ("drip", b"X-Slow: " + b"a" * 200 + b"\r\n\r\n", 0.5),
+        ("drip", b"X-Slow: " + b"a" * 200 + b"\r\n\r\n", DRIP),
     ]
     with hostile_server(script) as server:
         repository = f"{server.url}/drip-{os.getpid()}.git"
@@ -235,7 +238,7 @@ def test_git_against_a_dripping_server_ends_by_the_deadline_and_leaves_no_proces
 
 @pytest.fixture
 def dripping_registry() -> Iterator[str]:
-    """An api.Registry server whose ListBundles sends one message every half second, forever."""
+    """An api.Registry server whose ListBundles sends one message every DRIP seconds, forever."""
     stop = futures.Future[None]()
 
     def list_packages(_: api.ListPackageRequest, __: grpc.ServicerContext) -> Iterator[object]:
@@ -244,7 +247,7 @@ def dripping_registry() -> Iterator[str]:
     def list_bundles(_: api.ListBundlesRequest, context: grpc.ServicerContext) -> Iterator[object]:
         n = 0
         while context.is_active() and not stop.done():
-            time.sleep(0.5)
+            time.sleep(DRIP)
             n += 1
             yield api.Bundle(csvName=f"b.v{n}", packageName="p", channelName="c")
 
@@ -284,7 +287,7 @@ def test_grpc_stream_that_trickles_ends_by_the_deadline(dripping_registry: str) 
 
 def test_a_dripped_tls_handshake_is_cut_off(dest: Path) -> None:
     # A TLS record header, then its body one byte a second: the handshake never completes.
-    script: list[Step] = [("drip", b"\x16\x03\x03\x40\x00" + b"\x02" * 200, 1.0)]
+    script: list[Step] = [("drip", b"\x16\x03\x03\x40\x00" + b"\x02" * 200, DRIP)]
     with hostile_server(script) as server:
         https = f"https://127.0.0.1:{server.port}"
         exc, seconds = timed(
@@ -319,19 +322,19 @@ def test_a_name_lookup_that_hangs_is_abandoned_at_the_deadline(
     monkeypatch.setattr("socket.getaddrinfo", slow_lookup)
     try:
         exc, seconds = timed(
-            lambda: CatalogdSource("http://slow.test/c/x", timeout=5, deadline=1.5).fetch()
+            lambda: CatalogdSource("http://slow.test/c/x", timeout=5, deadline=DEADLINE).fetch()
         )
         assert isinstance(exc, CatalogSourceError), exc
         assert "deadline" in str(exc)
-        assert seconds < 1.5 + MARGIN
+        assert seconds < DEADLINE + MARGIN
         exc, seconds = timed(
             lambda: fetch(
                 HttpSpec("http://slow.test/b.tgz"),
                 dest / "dest",
-                FetchOptions(timeout_seconds=5, deadline_seconds=1.5),
+                FetchOptions(timeout_seconds=5, deadline_seconds=DEADLINE),
             )
         )
         assert isinstance(exc, SourceUnavailableError), exc
-        assert seconds < 1.5 + MARGIN
+        assert seconds < DEADLINE + MARGIN
     finally:
         release.set_result(None)

@@ -266,17 +266,17 @@ def _healthz(connection: http.client.HTTPConnection) -> int:
 
 def test_a_flood_is_served_by_at_most_max_connections_threads_and_then_recovers() -> None:
     limits = ConnectionLimits(
-        handshake_timeout=1.0, read_timeout=1.0, write_timeout=5.0, max_connections=4
+        handshake_timeout=0.5, read_timeout=0.5, write_timeout=5.0, max_connections=4
     )
     endpoints = Endpoints(("127.0.0.1", 0), healthz={}, what="probes", limits=limits)
     endpoints.start()
     before = threading.active_count()
     try:
         with ExitStack() as stack:
-            flood = [stack.enter_context(_connect(endpoints.port)) for _ in range(40)]
+            flood = [stack.enter_context(_connect(endpoints.port)) for _ in range(16)]
             time.sleep(0.5)
             assert threading.active_count() - before <= limits.max_connections
-            # Every flooding connection is closed in turn (4 at a time, 1 s each).
+            # Every flooding connection is closed in turn (4 at a time, half a second each).
             for sock in flood:
                 assert _closed_by_server(sock, within=15)
         status, seconds = _real_request(Served(endpoints.port, None, _healthz))
