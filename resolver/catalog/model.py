@@ -335,6 +335,10 @@ class Catalog:
     deprecations: list[Deprecation] = field(default_factory=list)
     others: list[Meta] = field(default_factory=list)
     _index: _Index | None = field(default=None, init=False, repr=False, compare=False)
+    memo: dict[Any, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+    """What the layers above derive from this catalog and keep as long as it lives (a catalog is
+    not changed once loaded), e.g. the resolver's candidates
+    (:class:`resolver.rules.inputs.Index`). Not pickled."""
 
     def index(self) -> _Index:
         """Return the lookups by name, building them on first use (O(n) once, O(1) after)."""
@@ -396,3 +400,4 @@ class Catalog:
             state
         )
         self._index = None
+        self.memo = {}

@@ -8,9 +8,10 @@ version, so profiles never re-scan catalogs.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from resolver.catalog.model import (
     GVK,
@@ -231,31 +232,29 @@ def safe_version(text: str) -> Version | None:
 
 
 class Index:
-    """Candidates of all available catalogs, by package, in catalog-name then bundle-name order."""
+    """Candidates of all available catalogs, by package, in catalog-name then bundle-name order.
+
+    Each catalog's share (a candidate and a parsed version per bundle) is built once per catalog
+    and source settings and kept with the catalog (:attr:`Catalog.memo`): the daemon resolves
+    every input against the same few catalogs on every pass, and building it was most of a
+    pass's resolver time (docs/benchmarks/daemon-scale.md). Read-only.
+    """
 
     def __init__(self, sources: Sequence[CatalogSource]) -> None:
         # Sorted by name: the order of --catalog flags must not change any answer or explanation.
         self.sources = sorted((s for s in sources if s.available), key=lambda s: s.name)
-        self.by_package: dict[str, list[Candidate]] = {}
-        self.default_channel: dict[tuple[str, str], str] = {}
         self._providers: dict[GVK, list[Candidate]] | None = None
-        for source in self.sources:
-            entries: dict[tuple[str, str], list[tuple[str, ChannelEntry]]] = {}
-            for channel in source.catalog.channels:
-                for entry in channel.entries:
-                    entries.setdefault((channel.package, entry.name), []).append(
-                        (channel.name, entry)
-                    )
-            for pkg in source.catalog.packages:
-                self.default_channel[(source.name, pkg.name)] = pkg.default_channel
-            for bundle in sorted(source.catalog.bundles, key=lambda b: (b.package, b.name)):
-                cand = Candidate(
-                    source,
-                    bundle,
-                    tuple(sorted(entries.get((bundle.package, bundle.name), []), key=_by_channel)),
-                    safe_version(bundle.version),
-                )
-                self.by_package.setdefault(bundle.package, []).append(cand)
+        parts = [_part(source) for source in self.sources]
+        if len(parts) == 1:
+            self.by_package: dict[str, list[Candidate]] = parts[0].by_package
+            self.default_channel: dict[tuple[str, str], str] = parts[0].default_channel
+            return
+        self.by_package = {}
+        self.default_channel = {}
+        for part in parts:
+            for package, candidates in part.by_package.items():
+                self.by_package.setdefault(package, []).extend(candidates)
+            self.default_channel.update(part.default_channel)
 
     def providers(self, gvk: GVK) -> list[Candidate]:
         """Every candidate that provides ``gvk`` (the map is built on first use)."""
@@ -288,6 +287,45 @@ class Index:
             if entry.schema == SCHEMA_CHANNEL and channel and entry.name == channel:
                 return entry.message or f"channel {channel} is deprecated"
         return ""
+
+
+@dataclass(frozen=True, slots=True)
+class _Part:
+    """One catalog's candidates as an :class:`Index` holds them (shared: read-only)."""
+
+    by_package: dict[str, list[Candidate]]
+    default_channel: dict[tuple[str, str], str]
+
+
+_PARTS_LOCK = threading.Lock()
+
+
+def _part(source: CatalogSource) -> _Part:
+    """``source``'s share of an index, built on first use per catalog and source settings (the
+    candidates refer to the source: its name, priority and namespace are part of the key)."""
+    key = ("resolver.rules.inputs.Index", source.name, source.priority, source.namespace)
+    memo = source.catalog.memo
+    with _PARTS_LOCK:
+        found = memo.get(key)
+    if found is not None:
+        return cast(_Part, found)
+    entries: dict[tuple[str, str], list[tuple[str, ChannelEntry]]] = {}
+    for channel in source.catalog.channels:
+        for entry in channel.entries:
+            entries.setdefault((channel.package, entry.name), []).append((channel.name, entry))
+    default_channel = {(source.name, p.name): p.default_channel for p in source.catalog.packages}
+    by_package: dict[str, list[Candidate]] = {}
+    for bundle in sorted(source.catalog.bundles, key=lambda b: (b.package, b.name)):
+        cand = Candidate(
+            source,
+            bundle,
+            tuple(sorted(entries.get((bundle.package, bundle.name), []), key=_by_channel)),
+            safe_version(bundle.version),
+        )
+        by_package.setdefault(bundle.package, []).append(cand)
+    part = _Part(by_package, default_channel)
+    with _PARTS_LOCK:
+        return cast(_Part, memo.setdefault(key, part))
 
 
 def _by_channel(item: tuple[str, ChannelEntry]) -> str:
