@@ -34,7 +34,7 @@ from pivoter.pivot.naming import (
     children_selector,
 )
 from pivoter.pivot.prepare import Pending, Prepared, PrepareFailed, Preparer
-from pivoter.pivot.state import Phase, PivotRecord
+from pivoter.pivot.state import Phase, PivotHead, PivotRecord
 
 __all__ = [
     "ANNOTATION_BUNDLE",
@@ -54,6 +54,7 @@ __all__ = [
     "KeepObjects",
     "Pending",
     "Phase",
+    "PivotHead",
     "PivotMachine",
     "PivotPlan",
     "PivotRecord",

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-__all__ = ["Phase", "PivotRecord", "now_iso", "parse_time"]
+__all__ = ["Phase", "PivotHead", "PivotRecord", "now_iso", "parse_time"]
 
 
 class Phase(enum.Enum):
@@ -48,6 +48,29 @@ def parse_time(text: str | None) -> float | None:
         return dt.datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC).timestamp()
     except ValueError:
         return None
+
+
+@dataclass(frozen=True, slots=True)
+class PivotHead:
+    """The phase and revisions of a stored pivot record, read without the rest: what another
+    input's pass needs of every input's record (:mod:`pivoter.resolutions.targets`)."""
+
+    phase: Phase
+    revision: int
+    previous: int | None
+
+    @classmethod
+    def read(cls, data: Mapping[str, Any] | None) -> PivotHead | None:
+        """As :meth:`PivotRecord.from_dict`: None when there is no record or it is garbled."""
+        if not data or not data.get("phase") or not data.get("revision"):
+            return None
+        try:
+            phase = Phase(str(data["phase"]))
+            revision = int(data["revision"])
+            previous = data.get("previousRevision")
+            return cls(phase, revision, int(previous) if previous else None)
+        except (ValueError, TypeError):
+            return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,18 +113,13 @@ class PivotRecord:
     def from_dict(cls, data: Mapping[str, Any] | None) -> PivotRecord | None:
         """The record stored in ``status.pivot``, or None when there is none (or it is garbled:
         a record pivoter cannot read is treated as no pivot in progress)."""
-        if not data or not data.get("phase") or not data.get("revision"):
+        head = PivotHead.read(data)
+        if head is None or data is None:
             return None
-        try:
-            phase = Phase(str(data["phase"]))
-            revision = int(data["revision"])
-        except (ValueError, TypeError):
-            return None
-        previous = data.get("previousRevision")
         return cls(
-            phase=phase,
-            revision=revision,
-            previous=int(previous) if previous else None,
+            phase=head.phase,
+            revision=head.revision,
+            previous=head.previous,
             started=parse_time(data.get("startedAt")) or 0.0,
             failing_since=parse_time(data.get("failingSince")),
             failed_bundle=str(data.get("failedBundle") or ""),

@@ -27,8 +27,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from pivoter.kube import Kube, NotFound, Resource
-from pivoter.pivot import Phase
-from pivoter.resolutions.record import Record
+from pivoter.pivot import Phase, PivotHead
 from pivoter.resolvesets import InputRef, Revision, RevisionStore, decode, revision_name
 from resolver.resolveset import ResolveSetError
 
@@ -112,7 +111,7 @@ def pivot_targets(
 
 def _target_number(obj: Mapping[str, Any], ref: InputRef, ledger: Ledger | None) -> int | None:
     """The revision whose bundles ``obj``'s pivot in progress holds (None: no pivot)."""
-    pivot = Record.from_status(obj.get("status")).pivot
+    pivot = PivotHead.read((obj.get("status") or {}).get("pivot"))  # not the whole record: O(1)
     started = ledger.target(str(ref), pivot.revision if pivot else None) if ledger else None
     if started is not None:
         return started

@@ -12,6 +12,7 @@ from pivoter.pivot import (
     MAX_CHILD_NAME,
     ChildState,
     Phase,
+    PivotHead,
     PivotRecord,
     UninstallableBundle,
     child_name,
@@ -132,6 +133,30 @@ def test_pivot_record_round_trips_through_status() -> None:
     assert PivotRecord.from_dict(None) is None
     assert Phase.ROLLED_BACK.terminal
     assert not Phase.WAITING.terminal
+
+
+@pytest.mark.parametrize(
+    "stored",
+    [
+        PivotRecord(Phase.ROLLING_BACK, 4, 2, started=1_800_000_000.0).to_dict(),
+        PivotRecord(Phase.SUCCEEDED, 1, None, started=0.0).to_dict(),
+        {"phase": "Sideways", "revision": 1},
+        {"phase": "Applying", "revision": "x"},
+        {"phase": "Applying", "revision": 3, "previousRevision": "garbled"},
+        {"phase": "Applying"},
+        {},
+        None,
+    ],
+)
+def test_the_head_of_a_record_reads_as_the_whole_record_does(stored: Any) -> None:
+    """Other inputs' passes read only the phase and revisions (PivotHead); they must agree with
+    the full record on whether there is one and what it says."""
+    head = PivotHead.read(stored)
+    record = PivotRecord.from_dict(stored)
+    if record is None:
+        assert head is None
+    else:
+        assert head == PivotHead(record.phase, record.revision, record.previous)
 
 
 def test_record_remembers_revisions_and_backs_off() -> None:
