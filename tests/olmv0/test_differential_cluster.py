@@ -17,6 +17,7 @@ import contextlib
 import json
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +31,7 @@ from tests.cluster import TestCluster, session_labels, unique_name
 from tests.drift.running import Pivoter, running_pivoter
 from tests.olmv0.content import BundleDir, read_bundle
 from tests.olmv0.differences import DOCUMENTED, Difference, compare, undocumented
-from tests.olmv0.peer import CSVS, SUBSCRIPTIONS, OlmV0
+from tests.olmv0.peer import CSVS, INSTALL_PLANS, SUBSCRIPTIONS, OlmV0
 from tests.olmv0.snapshot import Install, cluster_names, index, take
 from tests.polling import wait_for
 from tests.registry_v1.helpers import real_bundles
@@ -140,6 +141,27 @@ def _wait_gone(kube: Kube, resource: Resource, name: str, namespace: str | None 
         return False
 
     wait_for(gone, timeout=240, what=f"{resource.kind} {name} to be deleted")
+
+
+def _delete_until_gone_for_good(
+    kube: Kube, resource: Resource, names: list[str], quiet: float = 10.0
+) -> None:
+    """Delete cluster-scoped objects until none of them has come back for ``quiet`` seconds:
+    an InstallPlan sync of OLM v0's catalog operator already under way when its InstallPlan
+    was deleted creates the bundle's CRDs again (seen in CI: pivoter's install of the same
+    bundle then found a CRD nobody manages)."""
+    last_seen = [time.monotonic()]
+
+    def gone_for_good() -> bool:
+        present = set(names) & {str(o["metadata"]["name"]) for o in kube.list(resource)[0]}
+        for name in present:
+            with contextlib.suppress(NotFound):
+                kube.delete(resource, name)
+        if present:
+            last_seen[0] = time.monotonic()
+        return time.monotonic() - last_seen[0] >= quiet
+
+    wait_for(gone_for_good, timeout=240, interval=0.5, what=f"{names} to stay deleted")
 
 
 @dataclass
@@ -263,26 +285,34 @@ def _by_olm(
     try:
         _in_parallel(cases, install)
     finally:
-        for case in cases:
-            if case.namespace:
-                _uninstall_olm(olm, case, leftovers.get(case.bundle.package, []))
+        _uninstall_olm(olm, [case for case in cases if case.namespace], leftovers)
     return snapshots
 
 
-def _uninstall_olm(olm: OlmV0, case: Case, cluster_scoped: list[dict[str, Any]]) -> None:
+def _uninstall_olm(olm: OlmV0, cases: list[Case], leftovers: dict[str, list[Any]]) -> None:
     """Remove what OLM installed: its uninstall (deleting the CSV) leaves the bundle's own
     cluster-scoped objects, the CRDs and its RoleBindings in kube-system behind, so they are
-    deleted here (``cluster_scoped``: everything outside the case's namespaces)."""
-    with contextlib.suppress(NotFound):
-        olm.kube.delete(SUBSCRIPTIONS, case.bundle.package, case.namespace)
-    with contextlib.suppress(NotFound):
-        olm.kube.delete(CSVS, case.bundle.name, case.namespace)
-    _wait_gone(olm.kube, CSVS, case.bundle.name, case.namespace)
-    for obj in case.bundle.manifests():
-        if obj.get("kind") == "CustomResourceDefinition":
+    deleted here (``leftovers``: by package, everything outside the case's namespaces)."""
+    for case in cases:
+        with contextlib.suppress(NotFound):
+            olm.kube.delete(SUBSCRIPTIONS, case.bundle.package, case.namespace)
+        for plan in olm.kube.list(INSTALL_PLANS, case.namespace)[0]:
             with contextlib.suppress(NotFound):
-                olm.kube.delete(CRDS, obj["metadata"]["name"])
-    case.remove_namespaces(olm.kube)
+                olm.kube.delete(INSTALL_PLANS, plan["metadata"]["name"], case.namespace)
+        with contextlib.suppress(NotFound):
+            olm.kube.delete(CSVS, case.bundle.name, case.namespace)
+    for case in cases:
+        _wait_gone(olm.kube, CSVS, case.bundle.name, case.namespace)
+    crds = [
+        str(obj["metadata"]["name"])
+        for case in cases
+        for obj in case.bundle.manifests()
+        if obj.get("kind") == "CustomResourceDefinition"
+    ]
+    _delete_until_gone_for_good(olm.kube, CRDS, crds)
+    for case in cases:
+        case.remove_namespaces(olm.kube)
+    cluster_scoped = [o for case in cases for o in leftovers.get(case.bundle.package, [])]
     for obj in cluster_scoped:
         resource = olm.kube.resource(obj["apiVersion"], obj["kind"])
         with contextlib.suppress(NotFound):
