@@ -13,7 +13,10 @@ MIN_INTERVAL = 1.0
 """Shortest poll interval honoured, in seconds (a typo like ``1ms`` must not hammer a server)."""
 
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)")
+_PART = re.compile(r"(?<![0-9.])([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)")
+"""A number and its unit. A number starts where no digit or dot is before it: unanchored, the
+search tried every digit of a long number as a start (quadratic in its length); a valid duration
+is whole parts one after the other, which always start after a unit or at the start."""
 
 
 def parse_duration(text: str) -> float:

@@ -35,7 +35,16 @@ INDEX_TYPES = (OCI_INDEX, DOCKER_LIST)
 MANIFEST_TYPES = (OCI_MANIFEST, DOCKER_MANIFEST)
 _ACCEPT = ", ".join((*INDEX_TYPES, *MANIFEST_TYPES))
 MAX_MANIFEST_BYTES = 4 << 20
-_CHALLENGE_PARAM = re.compile(r'(\w+)="([^"]*)"')
+_CHALLENGE_PARAM = re.compile(r'(?<!\w)(\w+)="([^"]*)"')
+"""``key="value"`` of a ``WWW-Authenticate`` challenge. A key starts where a word does (the
+look-behind): the header is the registry's, and unanchored the search tried every letter of a
+long word as a start, quadratic in its length (64 KiB, what a header line may hold: seconds of
+CPU with the GIL held)."""
+
+
+def challenge_params(challenge: str) -> dict[str, str]:
+    """The parameters of a ``WWW-Authenticate`` challenge (``realm``, ``service``, ...)."""
+    return dict(_CHALLENGE_PARAM.findall(challenge))
 
 
 def digest_of(data: bytes, algorithm: str = "sha256") -> str:
@@ -102,7 +111,7 @@ class RegistryClient:
     def _authenticate(self, challenge: str) -> None:
         """Answer a ``WWW-Authenticate`` challenge by setting ``self._authorization``."""
         scheme = challenge.split(" ", 1)[0].lower()
-        params = dict(_CHALLENGE_PARAM.findall(challenge))
+        params = challenge_params(challenge)
         if scheme == "basic":
             if self._credentials is None:
                 raise self._no_credentials()

@@ -120,6 +120,13 @@ def test_bad_durations(text: str) -> None:
         parse_duration(text)
 
 
+@pytest.mark.timeout(60)  # quadratic parsing took minutes here
+@pytest.mark.parametrize("text", ["9" * 200_000 + "x", "1." + "9" * 200_000, "1h" * 100_000 + "!"])
+def test_long_durations_are_refused_in_linear_time(text: str) -> None:
+    with pytest.raises(ValueError, match="not a duration"):
+        parse_duration(text)
+
+
 def test_retry_delay_backs_off_up_to_the_interval() -> None:
     assert [retry_delay(n, 60.0) for n in range(6)] == [60.0, 5.0, 10.0, 20.0, 40.0, 60.0]
 
