@@ -52,6 +52,9 @@ class Bundle:
     upgrade: the upgrade fails after the dry run)."""
     provides: str = ""
     """Kind of the CRD it owns (default: from the package name)."""
+    ready: bool = True
+    """False: its Deployment's pod selects a node that does not exist, so it never becomes
+    available and an install stays rolling out (until the pivot's deadline)."""
 
 
 @dataclass
@@ -140,6 +143,11 @@ def bundle_files(scenario: str, package: str, bundle: Bundle) -> dict[str, str]:
                             "containers": [
                                 {"name": "manager", "image": "busybox:1.36", "args": ["sleep"]}
                             ],
+                            **(
+                                {}
+                                if bundle.ready
+                                else {"nodeSelector": {"test.pivoter.io/no-such-node": "true"}}
+                            ),
                         },
                     },
                 },

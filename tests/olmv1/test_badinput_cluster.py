@@ -161,8 +161,12 @@ def test_second_extension_for_the_same_package(olm: Olm) -> None:
 
 def test_deletion_while_installing(olm: Olm) -> None:
     """Deleted in the middle of its first pivot: it goes away with everything it had applied;
-    another extension's objects stay."""
-    olm.catalog("test", [*TEST, Package("other", [Bundle("1.0.0")])])
+    another extension's objects stay. (Its Deployment never becomes available, so the pivot is
+    still rolling out when the test looks: a quick install once ended before the test saw it.)"""
+    never_ready = Package(
+        "test", [Bundle("1.0.0", ready=False), Bundle("1.2.0", replaces="1.0.0", ready=False)]
+    )
+    olm.catalog("test", [never_ready, Package("other", [Bundle("1.0.0")])])
     other = CE.replace("name: ${NAME}", "name: ${NAME}-other").replace("${PACKAGE:test}", "other")
     olm.apply(other)
     olm.bundle_installed("other.1.0.0", "1.0.0", name=f"{olm.name}-other")
