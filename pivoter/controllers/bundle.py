@@ -14,7 +14,7 @@ generation a Bundle needs no work unless its content vanished from the store.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,6 +62,13 @@ class BundleReconciler:
     """Base URL of the content server (``<base>/bundles/<name>.tgz``); empty: no contentURL."""
     fetch_options: FetchOptions | None = None
     gc_grace_seconds: float = 300.0
+    live_bundles: Callable[[], Iterable[Mapping[str, Any]]] | None = None
+    """The Bundles as the daemon's informer caches them, where the garbage collection reads
+    which digests are live (None: listed from the API server). It runs at every deleted Bundle,
+    and a LIST of every Bundle each time made n deletions cost n² objects (23 % of the daemon's
+    samples during a catalog change at 3x, docs/benchmarks/daemon-scale.md). A lagging cache
+    is safe here: only entries older than the grace period are removed, and controllers start
+    once the caches have synced."""
 
     def reconcile(self, name: str) -> Result | None:
         """Converge one Bundle; say when to look again (None: when something changes)."""
@@ -193,7 +200,11 @@ class BundleReconciler:
 
     def collect_garbage(self) -> list[str]:
         """Remove store entries no Bundle refers to (older than the grace period)."""
-        bundles, _ = self.kube.list(BUNDLES)
+        bundles: Iterable[Mapping[str, Any]]
+        if self.live_bundles is not None:
+            bundles = self.live_bundles()
+        else:
+            bundles, _ = self.kube.list(BUNDLES)
         live = {str((b.get("status") or {}).get("digest") or "") for b in bundles} - {""}
         removed = self.store.gc(live, grace_seconds=self.gc_grace_seconds)
         if removed:

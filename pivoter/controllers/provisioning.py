@@ -63,6 +63,7 @@ def setup(
         keep_on_delete=keep_on_delete,
     )
     bundle_informer = manager.informer_for(BUNDLES)
+    bundles.live_bundles = bundle_informer.store.list
     bundle_controller = manager.controller("bundles", bundles.reconcile, workers=workers)
     bundle_controller.watch(bundle_informer)
     deployment_controller = manager.controller(
