@@ -362,3 +362,41 @@ class OlmV0:
             return csv if check(csv) else None
 
         return dict(wait_for(holds, timeout=180, interval=1.0, what=what))
+
+    def wait_lifted(self, namespace: str, csv: str) -> None:
+        """Wait until OLM v0 has lifted every Role and RoleBinding of an AllNamespaces install
+        to its ClusterRole and ClusterRoleBinding twin (same name): it does so at an
+        OperatorGroup sync after the CSV succeeded, the role before the binding."""
+        owned = f"olm.owner={csv},olm.owner.namespace={namespace}"
+        pairs = [
+            (
+                Resource(RBAC, "Role", "roles", True),
+                Resource(RBAC, "ClusterRole", "clusterroles", False),
+            ),
+            (
+                Resource(RBAC, "RoleBinding", "rolebindings", True),
+                Resource(RBAC, "ClusterRoleBinding", "clusterrolebindings", False),
+            ),
+        ]
+        missing: list[str] = []
+
+        def lifted() -> bool:
+            self.check_running()
+            missing.clear()
+            for local, cluster in pairs:
+                found = self.kube.list(local, namespace, label_selector=owned)[0]
+                for obj in found:
+                    name = obj["metadata"]["name"]
+                    try:
+                        self.kube.get(cluster, name)
+                    except NotFound:
+                        missing.append(f"{cluster.kind} {name}")
+            return not missing
+
+        wait_for(
+            lifted,
+            timeout=180,
+            interval=1.0,
+            what=f"OLM v0 to lift {csv}'s Roles to ClusterRoles",
+            detail=lambda: f"missing: {missing}",
+        )

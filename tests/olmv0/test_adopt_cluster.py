@@ -271,6 +271,8 @@ def test_adopt_every_real_bundle_in_place_then_upgrade_it_with_a_pivot(
         source = olm.catalog_source(a.namespace, address)
         olm.subscription(a.namespace, a.bundle.package, a.bundle.channels[0], source)
         a.csv = olm.wait_installed(a.namespace, a.bundle.package, timeout=300)
+        if not own:
+            olm.wait_lifted(a.namespace, a.csv)
         _wait_settled(env, a.namespace, _cluster_scoped(a.bundle))
         a.before = _uids(env, a.namespace, _cluster_scoped(a.bundle))
         a.deployments = _deployments(env, a.namespace)

@@ -270,6 +270,8 @@ def _by_olm(
             lambda c: bool((c.get("status") or {}).get("phase") == "Succeeded"),
             what="the CSV to stay Succeeded",
         )
+        if case.mode == ALL:
+            olm.wait_lifted(case.namespace, case.bundle.name)
         objects = take(
             olm.kube,
             case.install(_markers(case.bundle, f"olm.og.{og}."), [case.namespace]),
