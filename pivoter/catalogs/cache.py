@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from resolver.catalog.model import Catalog
@@ -44,6 +44,11 @@ class CatalogChange:
     """The new digest; None when the catalog left the cache (its object was deleted)."""
     previous: str | None
     """The digest before; None when the catalog is new to the cache."""
+    before: Catalog | None = field(default=None, compare=False, repr=False)
+    """The content before (None when new), to tell what changed
+    (:func:`resolver.catalog.diff.diff`)."""
+    after: Catalog | None = field(default=None, compare=False, repr=False)
+    """The content now (None when the catalog left the cache)."""
 
 
 ChangeCallback = Callable[[CatalogChange], None]
@@ -78,21 +83,42 @@ class CatalogCache:
             return len(self._entries)
 
     def put(self, name: str, catalog: Catalog, digest: str, priority: int) -> bool:
-        """Store ``catalog``; fire the callbacks and return True when its digest changed."""
+        """Store ``catalog``; return True when its digest changed. The callbacks fire then, and
+        when only the priority changed (see :meth:`set_priority`)."""
         with self._lock:
             previous = self._entries.get(name)
             self._entries[name] = CachedCatalog(catalog, digest, priority)
         if previous is not None and previous.digest == digest:
+            if previous.priority != priority:
+                self._notify(
+                    CatalogChange(name, digest, digest, before=previous.catalog, after=catalog)
+                )
             return False
-        self._notify(CatalogChange(name, digest, previous.digest if previous else None))
+        self._notify(
+            CatalogChange(
+                name,
+                digest,
+                previous.digest if previous else None,
+                before=previous.catalog if previous else None,
+                after=catalog,
+            )
+        )
         return True
 
     def set_priority(self, name: str, priority: int) -> None:
-        """Change the priority of a cached catalog (no callback: the content is unchanged)."""
+        """Change the priority of a cached catalog. The content is unchanged, but the ranking
+        of the catalogs is not: the callbacks get a change with the same digest before and
+        after."""
         with self._lock:
             entry = self._entries.get(name)
-            if entry is not None:
-                self._entries[name] = entry._replace(priority=priority)
+            if entry is None or entry.priority == priority:
+                return
+            self._entries[name] = entry._replace(priority=priority)
+        self._notify(
+            CatalogChange(
+                name, entry.digest, entry.digest, before=entry.catalog, after=entry.catalog
+            )
+        )
 
     def remove(self, name: str) -> bool:
         """Forget ``name``; fire the callbacks and return True if it was cached."""
@@ -100,7 +126,7 @@ class CatalogCache:
             previous = self._entries.pop(name, None)
         if previous is None:
             return False
-        self._notify(CatalogChange(name, None, previous.digest))
+        self._notify(CatalogChange(name, None, previous.digest, before=previous.catalog))
         return True
 
     def on_change(self, callback: ChangeCallback) -> Callable[[], None]:

@@ -24,10 +24,10 @@ __all__ = [
     "CLUSTER_CATALOG",
     "SelectorError",
     "any_catalog",
+    "catalog_flips",
     "gather",
     "not_serving",
     "selector_string",
-    "serving_flips",
 ]
 
 CLUSTER_CATALOG = "ClusterCatalog"
@@ -126,16 +126,19 @@ def not_serving(kube: Kube, names: list[str], *, kind: str = "Catalog") -> list[
     return notes
 
 
-def serving_flips() -> Callable[[Object], bool]:
-    """A watch filter for ``Catalog`` objects: True when a catalog's ``Serving`` status differs
-    from the last one seen (the inputs then say, or stop saying, that they resolve from its
-    last good content). Status heartbeats and unchanged polls are not flips."""
-    seen: dict[str, str] = {}
+def catalog_flips() -> Callable[[Object], bool]:
+    """A watch filter for ``Catalog`` objects: True when what resolution reads of a catalog
+    object itself differs from the last one seen: its ``Serving`` status (the inputs then say,
+    or stop saying, that they resolve from its last good content) or its labels (catalog
+    selectors match them). Status heartbeats and unchanged polls are not flips; content and
+    priority reach the inputs through the catalog cache (its ``on_change``)."""
+    seen: dict[str, tuple[str, object]] = {}
 
     def flipped(catalog: Object) -> bool:
-        name = str((catalog.get("metadata") or {}).get("name") or "")
+        meta = catalog.get("metadata") or {}
+        name = str(meta.get("name") or "")
         serving = find((catalog.get("status") or {}).get("conditions"), api.TYPE_SERVING)
-        state = str((serving or {}).get("status") or "")
+        state = (str((serving or {}).get("status") or ""), dict(meta.get("labels") or {}))
         before = seen.get(name)
         seen[name] = state
         return before is not None and before != state

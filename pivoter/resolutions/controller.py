@@ -5,8 +5,9 @@ An input controller watches its inputs and their child BundleDeployments (mapped
 the ``pivoter.io/input`` annotation), the Bundles prepared for their pivots, the children of
 other inputs they depend on (:mod:`pivoter.resolutions.dependents`), their ResolveSet revision
 ConfigMaps (one deleted by hand is noticed at once), and Catalogs whose
-``Serving`` status flips; it re-resolves every input when a catalog's content changes
-(:meth:`pivoter.catalogs.CatalogCache.on_change`). The work is done by the shared
+``Serving`` status flips; on a catalog content change
+(:meth:`pivoter.catalogs.CatalogCache.on_change`) it re-resolves the inputs whose last
+resolution read what changed (:mod:`pivoter.resolutions.relevance`). The work is done by the shared
 :class:`~pivoter.resolutions.inputs.InputReconciler` and
 :class:`~pivoter.resolutions.engine.Engine`.
 """
@@ -22,11 +23,12 @@ from pivoter.controllers.bundle import BUNDLES
 from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS
 from pivoter.kube import EventRecorder, Object, Resource
 from pivoter.pivot import ANNOTATION_INPUT, Preparer
-from pivoter.resolutions.catalogs import serving_flips
+from pivoter.resolutions.catalogs import catalog_flips
 from pivoter.resolutions.dependents import dependents_of
 from pivoter.resolutions.engine import Engine
 from pivoter.resolutions.inputs import InputReconciler, Kind
 from pivoter.resolutions.metrics import InputMetrics
+from pivoter.resolutions.relevance import Relevance
 from pivoter.resolutions.spec import from_resolution
 from pivoter.resolutions.status import resolution_status
 from pivoter.resolvesets import CONFIG_MAPS, REVISIONS_SELECTOR, RevisionStore, input_names
@@ -102,6 +104,7 @@ def register(
         children_cache=manager.informer_for(BUNDLE_DEPLOYMENTS).store.list,
         revisions_cache=revisions.store.get,
         inputs_cache=_cached_inputs(manager),
+        relevance=Relevance(cache),
     )
     reconciler = InputReconciler(manager.kube, engine, kind, recorder=recorder)
     controller = manager.controller(name, reconciler.reconcile, workers=workers)
@@ -123,14 +126,19 @@ def register(
     # revision at once (every pass does), not at the next poll.
     controller.watch(revisions, lambda cm: input_names(cm, kind_name))
 
-    def catalog_changed(_: CatalogChange) -> None:
-        for input_name in every_input():
+    assert engine.relevance is not None
+    relevance = engine.relevance
+    relevance.requeue = controller.queue.add
+
+    def catalog_changed(change: CatalogChange) -> None:
+        # Only the inputs whose last resolution read what changed (or that have not resolved).
+        for input_name in relevance.concerned(change, every_input()):
             controller.queue.add(input_name)
 
     cache.on_change(catalog_changed)
     # A Catalog that stops (or starts again) serving: the inputs say whether they resolve from
-    # its last good content.
-    flipped = serving_flips()
+    # its last good content. A Catalog relabelled: catalog selectors may match it now, or not.
+    flipped = catalog_flips()
     controller.watch(manager.informer_for(CATALOGS), lambda c: every_input() if flipped(c) else [])
     return reconciler
 

@@ -58,12 +58,14 @@ from pivoter.resolutions.objectplan import objects_section
 from pivoter.resolutions.plan import plan as make_plan
 from pivoter.resolutions.plan import summary
 from pivoter.resolutions.record import Record
+from pivoter.resolutions.relevance import Relevance
 from pivoter.resolutions.resolve import REASON_NO_CATALOGS, ResolveProblem, Selection, resolve
 from pivoter.resolutions.spec import InputSpec
 from pivoter.resolvesets import Revision, RevisionStore
 from resolver.explain import NotNewer
 from resolver.resolveset import ResolveSet, ResolveSetError
 from resolver.rules.inputs import CatalogSource, Installed
+from resolver.rules.reads import Reads
 from resolver.versions import RangeSyntaxError, parse_range
 
 __all__ = ["Engine", "Outcome", "Persist", "Status3"]
@@ -156,6 +158,9 @@ class Engine:
     inputs_cache: held.InputsSource | None = None
     """The daemon's shared caches of the input kinds, where the other inputs' pivots in
     progress are found (None: listed from the API server on every pass)."""
+    relevance: Relevance | None = None
+    """Notes what each resolution read, so that a catalog change queues only the inputs it
+    concerns (None: every change concerns every input)."""
 
     def reconcile(
         self,
@@ -169,6 +174,8 @@ class Engine:
         The pass fills ``out`` (a new one by default) as it goes, so that a caller still has the
         events of what happened before a failure."""
         out = out if out is not None else Outcome(record=record)
+        if self.relevance is not None:
+            self.relevance.forget(spec.ref.name)
         children = Children(self.kube, spec.ref, primary=spec.primary_package)
         # Every path (a pivot in progress, a conflict, a pin) first checks that the active
         # revision is still there: a revision deleted or edited by hand is never reported as
@@ -592,6 +599,11 @@ class Engine:
         )
         return revision.number, document
 
+    def _note(self, spec: InputSpec, digests: dict[str, str] | None, reads: Reads) -> None:
+        """Note what a resolution read (see :mod:`pivoter.resolutions.relevance`)."""
+        if self.relevance is not None and digests is not None:
+            self.relevance.note(spec.ref.name, digests, reads)
+
     def _without_catalogs(self, p: _Pass) -> tuple[int, ResolveSet] | None:
         """With ``spec.fallback_to_active`` (a ClusterExtension, as OLM v1 does): when the
         catalogs the input resolves from were deleted, the active revision stays the target as
@@ -663,6 +675,8 @@ class Engine:
         # What the input requests or installs itself is never held by another: a duplicate
         # there is a conflict (step 1 and the dependency check), not a shared dependency.
         own = set(spec.packages) | {i.package for i in installed}
+        digests = self.relevance.digests() if self.relevance is not None else None
+        reads = Reads()
         try:
             sources = catalog_selection.gather(
                 self.kube, self.cache, spec.catalog_selector, kind=spec.catalog_kind
@@ -676,15 +690,25 @@ class Engine:
                 inputs=self.inputs_cache,
             )
             holdings = held.described(peers.held(exclude=own), self.cache)
+            # described() looked each held bundle up by name in every cached catalog.
+            reads.bundles.update((h.package, h.name) for h in holdings)
             selection = resolve(
-                sources, spec.requests, installed, held=holdings, profile=spec.profile
+                sources,
+                spec.requests,
+                installed,
+                held=holdings,
+                profile=spec.profile,
+                reads=reads,
             )
         except catalog_selection.SelectorError as err:
             reason, message = "InvalidSelector", str(err)
         except ResolveProblem as problem:
             reason, message = problem.reason, str(problem)
             out.explanation = problem.explanation
+            if reason != REASON_NO_CATALOGS:
+                self._note(spec, digests, reads)
         else:
+            self._note(spec, digests, reads)
             self._count_resolution(spec, "resolved", began)
             # With the other inputs' pivot targets: a dependency held by an input mid-pivot is
             # named by that input too.

@@ -28,6 +28,7 @@ from resolver.rules.inputs import (
     SharedChoice,
     Unsatisfiable,
 )
+from resolver.rules.reads import Reads
 
 __all__ = [
     "REASON_NO_CATALOGS",
@@ -69,9 +70,14 @@ def resolve(
     *,
     held: Sequence[Held] = (),
     profile: str = profiles.DEFAULT,
+    reads: Reads | None = None,
 ) -> Selection:
     """Resolve ``requests`` from ``catalogs`` (source, content digest) keeping ``installed``,
-    with ``held`` (what other inputs selected) as fixed choices."""
+    with ``held`` (what other inputs selected) as fixed choices; ``reads``, when given, is
+    filled with what the resolution read from the catalogs (everything, for a profile that
+    does not say)."""
+    if reads is not None and profile != profiles.DEFAULT:
+        reads.everything = True
     if not catalogs:
         raise ResolveProblem(
             REASON_NO_CATALOGS,
@@ -86,6 +92,7 @@ def resolve(
         # "Why not newer" for the status: the newest candidates of each requested package
         # (one beyond those another channel rules out), as ``pivoter resolve --explain`` says.
         options={"explain": True, "why_not_newer_limit": 1},
+        reads=reads,
     )
     try:
         result = profiles.get(profile)(inp)

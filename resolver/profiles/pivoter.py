@@ -107,7 +107,7 @@ class Pivoter:
     def __init__(self, inp: ResolutionInput, index: Index | None = None) -> None:
         """``index`` may be reused across resolutions over the same catalogs (it is read-only)."""
         self.inp = inp
-        self.index = index if index is not None else Index(inp.catalogs)
+        self.index = index if index is not None else Index(inp.catalogs, inp.reads)
         self.kube = parse_version(inp.kube_version) if inp.kube_version else None
         ranked = sorted(self.index.sources, key=lambda s: (-s.priority, s.name))
         self.catalog_rank = {s.name: i for i, s in enumerate(ranked)}
@@ -161,7 +161,7 @@ class Pivoter:
 
     def _held_candidates(self, held: Held) -> list[Candidate]:
         """The held bundle as the catalogs list it (maybe in several), or a pseudo entry."""
-        found = [c for c in self.index.candidates(held.package) if c.name == held.name]
+        found = self.index.named(held.package, held.name)
         if found:
             return found
         source = CatalogSource(HELD_CATALOG, Catalog(name=HELD_CATALOG))

@@ -24,6 +24,7 @@ from resolver.catalog.model import (
     ChannelEntry,
     Property,
 )
+from resolver.rules.reads import Reads
 from resolver.versions import Version, VersionSyntaxError, parse_version
 
 
@@ -124,6 +125,10 @@ class ResolutionInput:
     held: list[Held] = field(default_factory=list)
     """Bundles other inputs selected (see :class:`Held`); empty outside the daemon."""
     options: Mapping[str, Any] = field(default_factory=dict)
+    reads: Reads | None = None
+    """When set, the ``pivoter`` profile notes in it what it read from the catalogs (through
+    :class:`Index`; the daemon matches catalog changes against it). The other profiles read
+    the catalogs directly and leave it alone: their callers count everything as read."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,9 +245,11 @@ class Index:
     pass's resolver time (docs/benchmarks/daemon-scale.md). Read-only.
     """
 
-    def __init__(self, sources: Sequence[CatalogSource]) -> None:
+    def __init__(self, sources: Sequence[CatalogSource], reads: Reads | None = None) -> None:
+        """``reads``, when given, notes every lookup (:mod:`resolver.rules.reads`)."""
         # Sorted by name: the order of --catalog flags must not change any answer or explanation.
         self.sources = sorted((s for s in sources if s.available), key=lambda s: s.name)
+        self.reads = reads
         self._providers: dict[GVK, list[Candidate]] | None = None
         parts = [_part(source) for source in self.sources]
         if len(parts) == 1:
@@ -260,17 +267,33 @@ class Index:
         """Every candidate that provides ``gvk`` (the map is built on first use)."""
         if self._providers is None:
             self._providers = {}
-            for cand in self.all():
-                for api in cand.bundle.provided_apis:
-                    self._providers.setdefault(api, []).append(cand)
-        return self._providers.get(gvk, [])
+            for package in sorted(self.by_package):
+                for cand in self.by_package[package]:
+                    for api in cand.bundle.provided_apis:
+                        self._providers.setdefault(api, []).append(cand)
+        found = self._providers.get(gvk, [])
+        if self.reads is not None:
+            self.reads.apis.add(gvk)
+            self.reads.packages.update(c.package for c in found)
+        return found
 
     def candidates(self, package: str) -> list[Candidate]:
         """All candidates of ``package`` (empty when unknown)."""
+        if self.reads is not None:
+            self.reads.packages.add(package)
         return self.by_package.get(package, [])
+
+    def named(self, package: str, name: str) -> list[Candidate]:
+        """The candidates of bundle ``name`` of ``package`` (one per catalog that lists it);
+        only that bundle counts as read."""
+        if self.reads is not None:
+            self.reads.bundles.add((package, name))
+        return [c for c in self.by_package.get(package, ()) if c.name == name]
 
     def all(self) -> Iterator[Candidate]:
         """Every candidate, package by package."""
+        if self.reads is not None:
+            self.reads.everything = True
         for package in sorted(self.by_package):
             yield from self.by_package[package]
 

@@ -51,14 +51,25 @@ def test_cache_fires_only_when_the_digest_changes() -> None:
     assert cache.put("main", catalog, "sha256:b", 5) is True
     assert cache.remove("main") is True
     assert cache.remove("main") is False
+    cache.put("main", catalog, "sha256:c", 5)
+    cache.set_priority("main", 5)  # unchanged: no callback
+    cache.set_priority("main", 7)
+    assert cache.remove("main") is True
     assert seen == [
         CatalogChange("main", "sha256:a", None),
+        # A new priority only: the same digest before and after.
+        CatalogChange("main", "sha256:a", "sha256:a"),
         CatalogChange("main", "sha256:b", "sha256:a"),
         CatalogChange("main", None, "sha256:b"),
+        CatalogChange("main", "sha256:c", None),
+        CatalogChange("main", "sha256:c", "sha256:c"),
+        CatalogChange("main", None, "sha256:c"),
     ]
+    assert seen[2].before is catalog
+    assert seen[2].after is catalog
     unsubscribe()
-    cache.put("main", catalog, "sha256:c", 0)
-    assert len(seen) == 3
+    cache.put("main", catalog, "sha256:d", 0)
+    assert len(seen) == 7
 
 
 def test_cache_unpacks_as_catalog_digest_priority_and_ranks() -> None:
@@ -297,10 +308,12 @@ def test_poll_caches_detects_changes_and_keeps_the_last_good(tmp_path: Path) -> 
     assert len(changes) == 1
     # same source digest: unchanged, no callback
     assert not poller.poll(cache, 0).changed
-    # the source digest moves but the content is the same (e.g. re-ordered messages): no callback
+    # the source digest moves but the content is the same (e.g. re-ordered messages): no
+    # content change; the new priority is a change of the ranking (the same digest)
     source.next_digest = "wire-2"
     assert not poller.poll(cache, 3).changed
-    assert len(changes) == 1
+    assert len(changes) == 2
+    assert changes[1].digest == changes[1].previous == changes[0].digest
     entry = cache.get("main")
     assert entry is not None
     assert entry.priority == 3
@@ -309,7 +322,7 @@ def test_poll_caches_detects_changes_and_keeps_the_last_good(tmp_path: Path) -> 
     (copy / "extra.yaml").write_text(extra_package())
     source.catalog, source.next_digest = _catalog(copy), "wire-3"
     assert poller.poll(cache, 3).changed
-    assert len(changes) == 2
+    assert len(changes) == 3
     good = cache.get("main")
     # an unreachable source: reported, the last good content stays
     source.catalog = SourceError("grpc://x", "server unavailable")
@@ -324,7 +337,7 @@ def test_poll_caches_detects_changes_and_keeps_the_last_good(tmp_path: Path) -> 
     assert isinstance(outcome.problem, InvalidCatalog)
     assert "extra.v9.9.9" in str(outcome.problem)
     assert cache.get("main") == good
-    assert len(changes) == 2
+    assert len(changes) == 3
 
 
 def test_a_refused_catalog_is_not_validated_again(

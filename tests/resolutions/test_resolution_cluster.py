@@ -60,6 +60,46 @@ def _ref(name: str) -> InputRef:
     return InputRef("Resolution", name)
 
 
+def test_a_catalog_change_re_resolves_only_the_inputs_it_concerns(env: Env) -> None:
+    ns = env.namespace
+    env.publisher.add("web", Version("1.0.0", config_map("web", ns, version="1.0.0")))
+    env.publisher.add("db", Version("1.0.0", config_map("db", ns, version="1.0.0")))
+    env.publish()
+    env.catalog()
+    web = env.resolution([{"name": "web"}])
+    db = env.resolution([{"name": "db"}])
+    env.wait(web, _ready_at(1), what="web installed")
+    env.wait(db, _ready_at(1), what="db installed")
+    assert env.reconciler is not None
+    relevance = env.reconciler.engine.relevance
+    assert relevance is not None
+    concerned: list[list[str]] = []
+    judge = relevance.concerned
+
+    def recording(change: Any, names: Any) -> list[str]:
+        result = judge(change, names)
+        concerned.append(result)
+        return result
+
+    relevance.concerned = recording  # type: ignore[method-assign]
+    env.publisher.add(
+        "web", Version("1.1.0", config_map("web", ns, version="1.1.0"), replaces="1.0.0")
+    )
+    env.publish()
+    obj = env.wait(web, _ready_at(2), what="web upgraded to revision 2")
+    assert obj["status"]["selection"][0]["version"] == "1.1.0"
+    assert concerned, "the catalog change reached the Resolution controller"
+    assert web in concerned[0]
+    assert db not in concerned[0]
+    assert env.get(db)["status"]["activeRevision"] == 1
+    # A change of db's package concerns db.
+    env.publisher.add("db", Version("1.1.0", config_map("db", ns, version="1.1.0"), "1.0.0"))
+    env.publish()
+    env.wait(db, _ready_at(2), what="db upgraded to revision 2")
+    assert db in concerned[-1]
+    assert web not in concerned[-1]
+
+
 def test_unsatisfiable_explains_and_unknown_selector_resolves_nothing(env: Env) -> None:
     env.publisher.add("web", Version("1.0.0", config_map("web", env.namespace, version="1")))
     env.publish()
