@@ -526,8 +526,9 @@ def change(scene: Scene, run: int, args: argparse.Namespace) -> ChangeResult:
     scene.catalog.publish()
     wait_served(scene, f"{changed[0]}.v{version}")
     text = metrics_text(scene.daemon)
+    counted_before = kube_requests(text)
     requests_before, reconciles_before = (
-        sum(kube_requests(text).values()),
+        sum(counted_before.values()),
         reconciles(text, "resolutions"),
     )
     ticks = cpu_seconds(scene.daemon.pid)
@@ -551,7 +552,9 @@ def change(scene: Scene, run: int, args: argparse.Namespace) -> ChangeResult:
             time.sleep(0.5)
     cpu = cpu_seconds(scene.daemon.pid) - ticks
     text = metrics_text(scene.daemon)
-    requests = sum(kube_requests(text).values()) - requests_before
+    counted = kube_requests(text)
+    requests = sum(counted.values()) - requests_before
+    by_request = {k: v - counted_before.get(k, 0.0) for k, v in counted.items()}
     passes = reconciles(text, "resolutions") - reconciles_before
     detected = next(
         (
@@ -570,6 +573,7 @@ def change(scene: Scene, run: int, args: argparse.Namespace) -> ChangeResult:
         cpu=cpu,
         requests=requests,
         reconciles=passes,
+        by_request={k: v for k, v in by_request.items() if v},
     )
 
 

@@ -64,6 +64,8 @@ class ChangeResult:
     """API requests the daemon sent meanwhile."""
     reconciles: float
     """Resolution reconciles meanwhile."""
+    by_request: dict[str, float] = field(default_factory=dict)
+    """The requests by ``verb resource``."""
 
 
 @dataclass
@@ -254,4 +256,9 @@ def processes_table(result: FactorResult) -> list[str]:
         lines += [
             f"* {key}: {value:.0f} ({60 * value / result.window:.1f}/min)" for key, value in top
         ]
+    first = result.changes[0] if result.changes else None
+    if first is not None and first.by_request:
+        top = sorted(first.by_request.items(), key=lambda kv: -kv[1])[:12]
+        lines += ["", "Daemon API requests in the first catalog change, by verb and resource:", ""]
+        lines += [f"* {key}: {value:.0f}" for key, value in top]
     return lines

@@ -56,7 +56,9 @@ def _result(factor: int, rss: float, cpu: float, pivot: float) -> FactorResult:
         processes=[daemon, ProcessFigures("etcd", 2, cpu=[1.0], rss=[50.0], total_cpu=1.0)],
         requests={"update leases.coordination.k8s.io": 60.0, "get configmaps": 12.0 * factor},
         window=60.0,
-        changes=[ChangeResult(1.0, 2.0, pivot, 10.0, 500.0, 100.0 * factor)],
+        changes=[
+            ChangeResult(1.0, 2.0, pivot, 10.0, 500.0, 100.0 * factor, {"get configmaps": 300.0})
+        ],
     )
 
 
@@ -75,3 +77,5 @@ def test_tables_show_each_factor_and_linear_growth_reads_k_1() -> None:
     processes = "\n".join(processes_table(results[0]))
     assert "| etcd | 1.00 | 1.00 / 1.00 | 50 | 0 |" in processes
     assert "* update leases.coordination.k8s.io: 60 (60.0/min)" in processes
+    assert "in the first catalog change, by verb and resource" in processes
+    assert "* get configmaps: 300" in processes
