@@ -175,7 +175,7 @@ class Engine:
         events of what happened before a failure."""
         out = out if out is not None else Outcome(record=record)
         if self.relevance is not None:
-            self.relevance.forget(spec.ref.name)
+            self.relevance.begin(spec.ref.name, _generation(obj))
         children = Children(self.kube, spec.ref, primary=spec.primary_package)
         # Every path (a pivot in progress, a conflict, a pin) first checks that the active
         # revision is still there: a revision deleted or edited by hand is never reported as
@@ -599,10 +599,10 @@ class Engine:
         )
         return revision.number, document
 
-    def _note(self, spec: InputSpec, digests: dict[str, str] | None, reads: Reads) -> None:
+    def _note(self, p: _Pass, digests: dict[str, str] | None, reads: Reads) -> None:
         """Note what a resolution read (see :mod:`pivoter.resolutions.relevance`)."""
         if self.relevance is not None and digests is not None:
-            self.relevance.note(spec.ref.name, digests, reads)
+            self.relevance.note(p.spec.ref.name, _generation(p.obj), digests, reads)
 
     def _without_catalogs(self, p: _Pass) -> tuple[int, ResolveSet] | None:
         """With ``spec.fallback_to_active`` (a ClusterExtension, as OLM v1 does): when the
@@ -706,9 +706,9 @@ class Engine:
             reason, message = problem.reason, str(problem)
             out.explanation = problem.explanation
             if reason != REASON_NO_CATALOGS:
-                self._note(spec, digests, reads)
+                self._note(p, digests, reads)
         else:
-            self._note(spec, digests, reads)
+            self._note(p, digests, reads)
             self._count_resolution(spec, "resolved", began)
             # With the other inputs' pivot targets: a dependency held by an input mid-pivot is
             # named by that input too.
@@ -986,6 +986,10 @@ def _recreated(
 def _missing_text(reports: list[ChildReport]) -> str:
     """The ChildMissing Event: each missing child, its bundle, and what pivoter does."""
     return "; ".join(r.message for r in reports if r.state is ChildState.MISSING)
+
+
+def _generation(obj: Mapping[str, Any]) -> int:
+    return int((obj.get("metadata") or {}).get("generation") or 0)
 
 
 def _bundles(document: ResolveSet) -> str:

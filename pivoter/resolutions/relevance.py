@@ -7,9 +7,9 @@ change anything (docs/benchmarks/daemon-scale.md). Now each resolving pass notes
 catalog when it read them, and a change of catalog ``C`` from digest ``d0`` to ``d1`` queues an
 input when:
 
-* nothing is noted for it: it never resolved in this process, its last pass did not resolve
-  (a pivot in progress, a conflict, a pin, no catalog) or a pass is running now (a pass forgets
-  its note when it starts);
+* nothing is noted for it: it has not resolved in this process since its spec last changed
+  (a pass that finds another ``metadata.generation`` than the note's forgets it), or its last
+  resolution found no catalog;
 * its note was not taken at ``C`` = ``d0`` (it read another content of ``C``, or ``C`` is new or
   gone: a catalog that appears or leaves can change which catalogs an input selects), or the
   change is of ``C``'s priority only (the same digest: the ranking of the catalogs changed);
@@ -19,7 +19,11 @@ input when:
 
 Otherwise its note moves on to ``d1``: the resolver is a function of what it read, so its answer
 is the same. A pass that finds the catalogs changed while it ran does not keep its note and
-queues itself again, so no change falls between a pass's reads and its note.
+queues itself again, so no change falls between a pass's reads and its note. A pass that does
+not resolve (a pivot carried on, a conflict, a pin) leaves the note as it is: a pivot installs
+what that resolution chose, and resolving again with it installed reads the same packages (the
+chosen ones and the requests); what other inputs hold is not catalog content and queues the
+inputs through their own watches (:mod:`pivoter.resolutions.dependents`).
 """
 
 from __future__ import annotations
@@ -38,6 +42,8 @@ __all__ = ["Relevance"]
 
 @dataclass(frozen=True, slots=True)
 class _Note:
+    generation: int
+    """The input's ``metadata.generation`` (its spec) when it resolved."""
     digests: dict[str, str]
     """Every cached catalog's digest when the pass read them (moved on by changes that do not
     concern the input)."""
@@ -75,19 +81,26 @@ class Relevance:
         """Every cached catalog's content digest now (take it before a pass reads them)."""
         return {name: entry.digest for name, entry in self.cache.by_priority()}
 
-    def forget(self, name: str) -> None:
-        """The input's pass starts: until it notes again, every change concerns it."""
+    def begin(self, name: str, generation: int) -> None:
+        """The input's pass starts at ``generation``: a note of another spec is forgotten
+        (until the pass notes again, every change concerns the input)."""
         with self._lock:
-            self._notes.pop(name, None)
+            note = self._notes.get(name)
+            if note is not None and note.generation != generation:
+                del self._notes[name]
 
-    def note(self, name: str, digests: Mapping[str, str], reads: Reads) -> None:
-        """Note what the input's resolution read at ``digests`` (taken before it read). When
-        the catalogs changed since, the note is not kept and the input is queued again."""
+    def note(self, name: str, generation: int, digests: Mapping[str, str], reads: Reads) -> None:
+        """Note what the input's resolution at ``generation`` read at ``digests`` (taken before
+        it read). When the catalogs changed since, the note is dropped and the input is queued
+        again."""
         with self._lock:
             current = self.digests() == digests
-            if current:
+            if not current:
+                self._notes.pop(name, None)
+            else:
                 self._named |= reads.bundles
                 self._notes[name] = _Note(
+                    generation,
                     dict(digests),
                     frozenset(reads.packages),
                     frozenset(reads.apis),
