@@ -3,10 +3,9 @@
 On a content change the Resolution controllers compare the two contents package by package
 (:func:`resolver.catalog.diff.diff`) and queue only the inputs whose last resolution read what
 changed (:mod:`pivoter.resolutions.relevance`). This times that comparison on the shared real
-catalogs (and on a generated catalog at 10x, ``--generated``): the same content loaded twice (no
-change: every package compared whole) and with one bundle added to one package, as a catalog
-update does. Two separate loads, so no object is shared between the two contents, as between
-two polls.
+catalogs that are valid: the same content loaded twice (no change: every package compared
+whole) and with one bundle added to one package, as a catalog update does. Two separate loads,
+so no object is shared between the two contents, as between two polls.
 
 Usage: python bench/catalog_diff.py [--runs 5] [CATALOG_DIR ...]
 Prints a Markdown table: milliseconds per comparison (median of the runs) and what differed.
@@ -32,7 +31,7 @@ SHARED = Path(__file__).resolve().parents[2] / "shared" / "catalogs"
 DEFAULT = [
     SHARED / "community-operators-prod-v4.20",
     SHARED / "certified-operators-v4.20",
-    SHARED / "community-operators-prod-derived",
+    SHARED / "community-operators-prod-v4.16",
 ]
 
 
