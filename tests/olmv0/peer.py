@@ -364,33 +364,30 @@ class OlmV0:
         return dict(wait_for(holds, timeout=180, interval=1.0, what=what))
 
     def wait_lifted(self, namespace: str, csv: str) -> None:
-        """Wait until OLM v0 has lifted every Role and RoleBinding of an AllNamespaces install
-        to its ClusterRole and ClusterRoleBinding twin (same name): it does so at an
-        OperatorGroup sync after the CSV succeeded, the role before the binding."""
-        owned = f"olm.owner={csv},olm.owner.namespace={namespace}"
-        pairs = [
-            (
-                Resource(RBAC, "Role", "roles", True),
-                Resource(RBAC, "ClusterRole", "clusterroles", False),
-            ),
-            (
-                Resource(RBAC, "RoleBinding", "rolebindings", True),
-                Resource(RBAC, "ClusterRoleBinding", "clusterrolebindings", False),
-            ),
-        ]
+        """Wait until OLM v0 has lifted every Role it generated from the CSV's ``permissions``
+        (owner labels and ``olm.permissions.hash``; its RoleBinding has the same name) to a
+        ClusterRole and ClusterRoleBinding of that name, as it does for an AllNamespaces install
+        at an OperatorGroup sync after the CSV succeeded, the role before the binding. Other
+        Roles and RoleBindings it labels with the CSV (OperatorCondition access) stay local."""
+        generated = f"olm.owner={csv},olm.owner.namespace={namespace},olm.permissions.hash"
+        roles = Resource(RBAC, "Role", "roles", True)
+        twins = (
+            Resource(RBAC, "ClusterRole", "clusterroles", False),
+            Resource(RBAC, "ClusterRoleBinding", "clusterrolebindings", False),
+        )
         missing: list[str] = []
 
         def lifted() -> bool:
             self.check_running()
             missing.clear()
-            for local, cluster in pairs:
-                found = self.kube.list(local, namespace, label_selector=owned)[0]
-                for obj in found:
-                    name = obj["metadata"]["name"]
+            found = self.kube.list(roles, namespace, label_selector=generated)[0]
+            for role in found:
+                name = role["metadata"]["name"]
+                for twin in twins:
                     try:
-                        self.kube.get(cluster, name)
+                        self.kube.get(twin, name)
                     except NotFound:
-                        missing.append(f"{cluster.kind} {name}")
+                        missing.append(f"{twin.kind} {name}")
             return not missing
 
         wait_for(
