@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import signal
-import socket
 import subprocess
 import sys
 import urllib.error
@@ -18,6 +17,7 @@ import pytest
 from pivoter.kube import Kube, NotFound
 from pivoter.runtime import LEASES
 from tests.cluster import TestCluster, wait_for
+from tests.ports import free_port
 
 pytestmark = pytest.mark.cluster
 
@@ -30,12 +30,6 @@ FAST = [
     "--leader-election-retry-period",
     "0.5",
 ]
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _get(port: int, path: str) -> tuple[int, str]:
@@ -52,7 +46,7 @@ class Daemon:
     """One ``pivoter run`` process with its ports and log file."""
 
     def __init__(self, cluster: TestCluster, namespace: str, identity: str, log: Path) -> None:
-        self.metrics_port, self.health_port = _free_port(), _free_port()
+        self.metrics_port, self.health_port = free_port(), free_port()
         self.identity = identity
         self.log = log
         argv = [

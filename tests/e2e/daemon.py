@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -24,6 +23,7 @@ from pathlib import Path
 
 from pivoter.kube import Kube, NotFound
 from pivoter.webhook.registration import NAME as WEBHOOK_CONFIGURATION
+from tests.ports import free_port, free_ports
 
 __all__ = ["Daemon", "DaemonError", "free_port", "free_ports"]
 
@@ -32,26 +32,6 @@ WEBHOOK_CONFIGS = "admissionregistration.k8s.io/v1"
 
 class DaemonError(RuntimeError):
     """The daemon did not start or did not stop; the message ends with its log."""
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def free_ports(count: int) -> list[int]:
-    """``count`` different free ports: the probes stay bound until all are picked (one probe
-    closed before the next opens may get the same port back, which the daemon then refuses:
-    "--content-bind-address and --metrics-bind-address share port ...")."""
-    with contextlib.ExitStack() as stack:
-        ports = []
-        for _ in range(count):
-            probe = stack.enter_context(socket.socket())
-            probe.bind(("127.0.0.1", 0))
-            ports.append(int(probe.getsockname()[1]))
-        return ports
 
 
 class Daemon:

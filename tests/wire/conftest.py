@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import threading
 from collections.abc import Callable, Iterator
@@ -14,17 +13,11 @@ import pytest
 from pivoter.catalogserver.grpcserver import build_server
 from pivoter.catalogserver.httpserver import CatalogHTTPServer
 from pivoter.catalogserver.reload import Reloader
+from tests.ports import free_port
 from tests.tools import tool
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "wire"
 CATALOGS = sorted(p.name for p in DATA.iterdir() if p.is_dir())
-
-
-def free_port() -> int:
-    """Return a TCP port that is free on 127.0.0.1 right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class OpmServer:

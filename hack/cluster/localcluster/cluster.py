@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from . import pki
+from .ports import free_ports
 from .processes import (
     ClusterError,
     Component,
     check_port_free,
-    free_port,
     pid_alive,
     pid_cmdline,
     terminate_pid,
@@ -151,12 +151,13 @@ class LocalCluster:
         clear_stale(root)
         if config.apiserver_port:
             check_port_free(config.apiserver_port, "kube-apiserver")
+        picked = free_ports(5, taken=[config.apiserver_port] if config.apiserver_port else [])
         ports = _Ports(
-            etcd_client=free_port(),
-            etcd_peer=free_port(),
-            apiserver=config.apiserver_port or free_port(),
-            controller_manager=free_port(),
-            scheduler=free_port(),
+            etcd_client=picked[0],
+            etcd_peer=picked[1],
+            apiserver=config.apiserver_port or picked[2],
+            controller_manager=picked[3],
+            scheduler=picked[4],
         )
         root.mkdir(parents=True, exist_ok=True)
         cluster = cls(root, config, ports)

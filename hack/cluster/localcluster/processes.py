@@ -34,14 +34,6 @@ def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-def free_port() -> int:
-    """Return a TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def check_port_free(port: int, what: str) -> None:
     """Fail with a clear message when ``port`` on 127.0.0.1 is already taken."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
