@@ -228,6 +228,13 @@ DOCUMENTED: list[Documented] = [
         side="olm",
         name=r"[^/]+/.+-[0-9A-Za-z]{20,}",
     ),
+    Documented(
+        "O16",
+        "ClusterRoleBinding",
+        "",
+        "AllNamespaces: OLM v0 lifts a permissions binding at a later sync",
+        side="pivoter",
+    ),
     Documented("O9", "Deployment", r"spec\.revisionHistoryLimit", "ReplicaSets kept"),
     Documented(
         "O10",
