@@ -29,6 +29,9 @@ log = logging.getLogger(__name__)
 SHUTDOWN_SECONDS = 5.0
 """Longest a SIGTERM/SIGINT shutdown may take before the process exits anyway."""
 
+SIGNAL_CHECK_SECONDS = 0.25
+"""How long the main thread may sleep before it runs a signal handler another thread took."""
+
 
 @dataclass(frozen=True, slots=True)
 class ServeOptions:
@@ -92,7 +95,12 @@ def serve(options: ServeOptions, stop: threading.Event | None = None) -> None:
 
             signal.signal(signal.SIGTERM, _on_signal)
             signal.signal(signal.SIGINT, _on_signal)
-        stop.wait()
+        # In slices: the kernel may deliver a signal to any of the process's threads, and Python
+        # runs its handler only in the main thread, the next time that thread runs. A wait
+        # without a timeout would then sleep through SIGTERM (the HTTP and gRPC threads and the
+        # reloader take signals too).
+        while not stop.wait(SIGNAL_CHECK_SECONDS):
+            pass
     finally:
         reloader.stop()
         if http_server is not None:
