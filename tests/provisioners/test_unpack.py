@@ -201,13 +201,23 @@ def test_compression_bomb_is_refused(root: Path) -> None:
 
 
 def test_real_content_passes_the_ratio_guard(root: Path) -> None:
-    # YAML-like text compresses ~10:1; it must not be mistaken for a bomb.
+    # YAML-like text compresses ~10:1; it must not be mistaken for a bomb. The grace is lowered
+    # so that the ratio is checked on 3 MB (the default waits for 16 MB).
     text = "".join(
-        f"- name: item-{i}\n  value: {i * 7919 % 10007}\n" for i in range(800_000)
+        f"- name: item-{i}\n  value: {i * 7919 % 10007}\n" for i in range(100_000)
     ).encode()
+    assert len(text) > 3 << 20
     data = gzip.compress(tar_bytes([file("list.yaml", text)]))
-    stats = unpack_tar(io.BytesIO(data), root)
+    limits = UnpackLimits(ratio_grace_bytes=1 << 20, max_compression_ratio=20)
+    stats = unpack_tar(io.BytesIO(data), root, limits)
     assert stats.bytes == len(text)
+    # The same text, compressed far better than that, is refused under the same limits.
+    with pytest.raises(CompressionRatioError):
+        unpack_tar(
+            io.BytesIO(gzip.compress(tar_bytes([file("zeros.yaml", bytes(len(text)))]))),
+            root / "again",
+            limits,
+        )
 
 
 @pytest.mark.parametrize("compression", [Compression.ZSTD, Compression.AUTO])
