@@ -281,15 +281,22 @@ def _documents(parser: Any, limits: Limits, go_yaml: bool) -> Iterator[tuple[Any
     max_nodes = limits.max_nodes
     get_event = parser.get_event
     # The collection being built: its value, whether it is a list, the key waiting for its value
-    # (mappings), its anchor and its merge values; the parents wait on a stack.
+    # (mappings), its anchor and its merge values; and its size and height so far, as _size and
+    # _height count them (a repeated key makes them wrong: they are counted again at the end).
+    # The parents wait on two stacks.
     stack: list[tuple[Any, bool, Any, str | None, list[Any] | None]] = []
+    counts: list[tuple[int, int, bool]] = []
     cur: Any = None
     cur_list = False
     cur_key: Any = _NO_KEY
     cur_anchor: str | None = None
     cur_merges: list[Any] | None = None
+    cur_size = cur_height = 0
+    cur_recount = False
     anchors: dict[str, Any] = {}
-    measured: dict[str, tuple[int, int]] = {}  # an anchored collection's size and height
+    # Each anchored collection's size and height, counted as it was built: an alias bomb
+    # repeats each alias many times, and walking the value at each would cost its size again.
+    measured: dict[str, tuple[int, int]] = {}
     open_anchors: set[str] = set()
     nodes = 0
     documents = 0
@@ -302,6 +309,7 @@ def _documents(parser: Any, limits: Limits, go_yaml: bool) -> Iterator[tuple[Any
             kind = type(event)
             if kind is _ScalarEvent:
                 nodes += 1
+                size, height = 1, 0
                 value: Any = event.value
                 if (
                     event.tag is not None
@@ -324,24 +332,31 @@ def _documents(parser: Any, limits: Limits, go_yaml: bool) -> Iterator[tuple[Any
                     doc_line = event.start_mark.line + 1
                 if cur is not None:
                     stack.append((cur, cur_list, cur_key, cur_anchor, cur_merges))
+                    counts.append((cur_size, cur_height, cur_recount))
                 cur = [] if is_list else {}
                 cur_list = is_list
                 cur_key = _NO_KEY
                 cur_anchor = event.anchor
                 cur_merges = None
+                cur_size = cur_height = 1
+                cur_recount = False
                 if cur_anchor is not None:
                     open_anchors.add(cur_anchor)
                 continue
             elif kind is _MappingEndEvent or kind is _SequenceEndEvent:
                 value = cur
+                size, height = cur_size, cur_height
                 if cur_merges is not None:
                     value = _merged(value, cur_merges)
+                if cur_recount or cur_merges is not None:  # keys that are there once count once
+                    size, height = _size(value), _height(value)
                 if cur_anchor is not None:
                     open_anchors.discard(cur_anchor)
                     anchors[cur_anchor] = value
-                    measured.pop(cur_anchor, None)
+                    measured[cur_anchor] = (size, height)
                 if stack:
                     cur, cur_list, cur_key, cur_anchor, cur_merges = stack.pop()
+                    cur_size, cur_height, cur_recount = counts.pop()
                 else:
                     cur = None
             elif kind is _AliasEvent:
@@ -355,10 +370,7 @@ def _documents(parser: Any, limits: Limits, go_yaml: bool) -> Iterator[tuple[Any
                     raise Refused(f"the alias *{name} refers to no anchor")
                 value = anchors[name]
                 if type(value) is dict or type(value) is list:
-                    # Measured once per anchor: an alias bomb repeats each alias many times.
-                    size, height = measured.get(name) or measured.setdefault(
-                        name, (_size(value), _height(value))
-                    )
+                    size, height = measured[name]
                     nodes += size
                     if nodes > max_nodes:
                         raise TooBig(
@@ -370,6 +382,7 @@ def _documents(parser: Any, limits: Limits, go_yaml: bool) -> Iterator[tuple[Any
                     value = _copy(value)
                 else:
                     nodes += 1
+                    size, height = 1, 0
             elif kind is _DocumentStartEvent:
                 documents += 1
                 if documents > limits.max_documents:
@@ -390,12 +403,17 @@ def _documents(parser: Any, limits: Limits, go_yaml: bool) -> Iterator[tuple[Any
                 return
             else:
                 continue
-            # A complete value: add it to the collection being built, or make it the document.
+            # A complete value (of ``size`` and ``height``): add it to the collection being
+            # built, or make it the document.
             if not doc_line:
                 doc_line = event.start_mark.line + 1
             if cur is None:
                 root = "<<" if value is _MERGE_KEY else value
-            elif cur_list:
+                continue
+            cur_size += size
+            if height >= cur_height:
+                cur_height = height + 1
+            if cur_list:
                 cur.append("<<" if value is _MERGE_KEY else value)
             elif cur_key is _NO_KEY:
                 if type(value) is str:
@@ -412,6 +430,7 @@ def _documents(parser: Any, limits: Limits, go_yaml: bool) -> Iterator[tuple[Any
                 cur_merges.append(value)
                 cur_key = _NO_KEY
             else:
+                cur_recount = cur_recount or cur_key in cur
                 cur[cur_key] = "<<" if value is _MERGE_KEY else value
                 cur_key = _NO_KEY
     except (ValueError, OverflowError, RecursionError) as err:

@@ -104,6 +104,21 @@ def test_billion_laughs_is_refused_in_bounded_time() -> None:
         safedata.load_yaml(LAUGHS, limits=Limits(max_nodes=10_000))
 
 
+def test_an_alias_counts_what_its_anchor_holds_not_what_was_written() -> None:
+    """An anchored collection is measured as it is built; a repeated key or a merge makes what
+    it holds differ from what was written, and the alias counts what it holds."""
+    # 16 nodes written, then the alias: {k: 1} is 3 nodes (the 11 of the first k's list are gone).
+    repeated = "a: &x {k: [1, 2, 3, 4, 5, 6, 7, 8], k: 1}\nb: *x\n"
+    assert safedata.load_yaml(repeated, limits=Limits(max_nodes=19))["b"] == {"k": 1}
+    with pytest.raises(SafeDataError, match="alias bomb"):
+        safedata.load_yaml(repeated, limits=Limits(max_nodes=18))
+    # 14 nodes written, then the alias: {k: 2} is 3 nodes (as written, *y would count 7).
+    merged = "a: &x {k: 1}\nb: &y {<<: *x, k: 2}\nc: *y\n"
+    assert safedata.load_yaml(merged, limits=Limits(max_nodes=17))["c"] == {"k": 2}
+    with pytest.raises(SafeDataError, match="alias bomb"):
+        safedata.load_yaml(merged, limits=Limits(max_nodes=16))
+
+
 def test_a_redefined_anchor_is_measured_anew() -> None:
     """Sizes and heights are kept per anchor (an alias bomb repeats each alias); an anchor
     defined again counts with its new value."""
