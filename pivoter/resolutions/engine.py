@@ -175,7 +175,7 @@ class Engine:
         events of what happened before a failure."""
         out = out if out is not None else Outcome(record=record)
         if self.relevance is not None:
-            self.relevance.begin(spec.ref.name, _generation(obj))
+            self.relevance.begin(spec.ref.name, spec.generation)
         children = Children(self.kube, spec.ref, primary=spec.primary_package)
         # Every path (a pivot in progress, a conflict, a pin) first checks that the active
         # revision is still there: a revision deleted or edited by hand is never reported as
@@ -602,7 +602,7 @@ class Engine:
     def _note(self, p: _Pass, digests: dict[str, str] | None, reads: Reads) -> None:
         """Note what a resolution read (see :mod:`pivoter.resolutions.relevance`)."""
         if self.relevance is not None and digests is not None:
-            self.relevance.note(p.spec.ref.name, _generation(p.obj), digests, reads)
+            self.relevance.note(p.spec.ref.name, p.spec.generation, digests, reads)
 
     def _without_catalogs(self, p: _Pass) -> tuple[int, ResolveSet] | None:
         """With ``spec.fallback_to_active`` (a ClusterExtension, as OLM v1 does): when the
@@ -986,10 +986,6 @@ def _recreated(
 def _missing_text(reports: list[ChildReport]) -> str:
     """The ChildMissing Event: each missing child, its bundle, and what pivoter does."""
     return "; ".join(r.message for r in reports if r.state is ChildState.MISSING)
-
-
-def _generation(obj: Mapping[str, Any]) -> int:
-    return int((obj.get("metadata") or {}).get("generation") or 0)
 
 
 def _bundles(document: ResolveSet) -> str:
