@@ -29,6 +29,7 @@ import contextlib
 import json
 import locale
 import os
+import resource
 import selectors
 import signal
 import subprocess
@@ -64,6 +65,8 @@ class Request:
     cwd: str
     input: bytes | None
     timeout: float | None
+    address_space: int | None = None
+    """``RLIMIT_AS`` of the child, in bytes (as ``prlimit --as``): memory tests."""
 
     def to_json(self) -> str:
         return json.dumps(
@@ -73,6 +76,7 @@ class Request:
                 "cwd": self.cwd,
                 "input": None if self.input is None else base64.b64encode(self.input).decode(),
                 "timeout": self.timeout,
+                "address_space": self.address_space,
             }
         )
 
@@ -86,6 +90,7 @@ class Request:
             cwd=str(data["cwd"]),
             input=None if raw is None else base64.b64decode(raw),
             timeout=None if data["timeout"] is None else float(data["timeout"]),
+            address_space=data.get("address_space"),
         )
 
 
@@ -144,6 +149,9 @@ def _child(main: Main, request: Request, stdin: int, out: int, err: int) -> None
             os.environ.clear()
             os.environ.update(request.env)
             os.chdir(request.cwd)
+            if request.address_space is not None:
+                limit = request.address_space
+                resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
             sys.argv = [CONSOLE_SCRIPT[2], *request.argv]
             code = main(request.argv)
         except SystemExit as exc:
@@ -285,6 +293,7 @@ class ForkServer:
         cwd: str,
         input: bytes | None = None,
         timeout: float | None = 60,
+        address_space: int | None = None,
     ) -> Reply:
         """Run ``pivoter ARGV`` in a forked child; refuses what only a fresh interpreter reads."""
         changed = sorted(
@@ -296,7 +305,7 @@ class ForkServer:
             raise ValueError(
                 f"{', '.join(changed)} take effect only when Python starts: run with fresh=True"
             )
-        request = Request(list(argv), dict(env), cwd, input, timeout)
+        request = Request(list(argv), dict(env), cwd, input, timeout, address_space)
         with self.lock:
             assert self.process.stdin is not None
             assert self.process.stdout is not None
@@ -358,6 +367,7 @@ def pivoter(
     input: str | None = None,
     timeout: float | None = 60,
     fresh: bool = False,
+    address_space: int | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run ``pivoter ARGS`` as ``subprocess.run(..., capture_output=True, text=True)`` would.
 
@@ -365,9 +375,13 @@ def pivoter(
     (default: the current directory) is where it runs, ``input`` is its stdin (default: empty).
     Past ``timeout`` seconds the command is killed and :class:`subprocess.TimeoutExpired` raised.
     ``fresh=True`` runs a real ``pivoter`` process: for what only a starting interpreter reads.
+    ``address_space`` caps the command's virtual memory in bytes, as ``prlimit --as`` does (a
+    memory test asserts a clean refusal under it, not a crash).
     """
     command = [*CONSOLE_SCRIPT, *args]
     if fresh:
+        if address_space is not None:
+            command = ["prlimit", f"--as={address_space}", "--", *command]
         return subprocess.run(
             command,
             env=env,
@@ -385,6 +399,7 @@ def pivoter(
         cwd=os.fspath(cwd) if cwd is not None else os.getcwd(),
         input=None if input is None else input.encode(locale.getpreferredencoding(False)),
         timeout=timeout,
+        address_space=address_space,
     )
     stdout, stderr = _text(reply.stdout), _text(reply.stderr)
     if reply.code is None:
