@@ -110,7 +110,9 @@ def _print(args: argparse.Namespace, reports: list[Report], base: str) -> None:
     if args.output == "github":
         sys.stdout.write(to_github(reports, base, args.verbose))
     elif args.output == "junit":
-        sys.stdout.write(to_junit(reports, base, args.verbose))
+        # The document declares UTF-8, so it is written as UTF-8 whatever the locale's encoding.
+        sys.stdout.flush()
+        sys.stdout.buffer.write(to_junit(reports, base, args.verbose).encode("utf-8"))
     elif args.output == "sarif":
         sarif = to_sarif(reports, base, args.verbose, __version__)
         sys.stdout.write(json.dumps(sarif, indent=2) + "\n")

@@ -116,7 +116,13 @@ def check_argv(argv: list[str]) -> str | None:
         try:
             arg.encode("utf-8")
         except UnicodeEncodeError:
-            shown = arg.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+            raw = arg.encode("utf-8", "surrogateescape")
+            shown = raw.decode("utf-8", "replace")
+            if shown == raw.decode("utf-8", "ignore"):  # UTF-8 the locale's codec cannot read
+                return (
+                    f"argument {shown!r} cannot be read in this locale's encoding "
+                    f"({sys.getfilesystemencoding()}): use a UTF-8 locale or PYTHONUTF8=1"
+                )
             return f"argument {shown!r} is not valid UTF-8"
         if "\x00" in arg:
             return f"argument {arg!r} contains a NUL character"

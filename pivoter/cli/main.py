@@ -20,7 +20,7 @@ from pivoter.cli.commands import adopt, catalog, inputs, resolve, run, version
 from pivoter.cli.errors import load_handler, run_handler
 from pivoter.cli.exitcodes import EPILOG, ExitCode
 from pivoter.cli.flags import ArgumentParser, check_argv
-from pivoter.cli.output import error
+from pivoter.cli.output import error, escape_what_cannot_be_encoded
 
 COMMANDS = (run, resolve, catalog, inputs, adopt, version)
 
@@ -84,6 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if sys.stdout is None:
         error("standard output is closed")
         return int(ExitCode.FAILURE)
+    escape_what_cannot_be_encoded()
     problem = check_argv(arguments)
     if problem is not None:
         error(problem)

@@ -32,6 +32,23 @@ def emit(
         out.write(text if text.endswith("\n") or not text else text + "\n")
 
 
+def escape_what_cannot_be_encoded() -> None:
+    """Make stdout and stderr escape any character their encoding cannot hold.
+
+    Commands print what catalogs hold (package, channel and bundle names, descriptions,
+    messages), which is anyone's text. Where the standard streams' encoding cannot hold it
+    (``PYTHONIOENCODING=ascii``, a C locale without Python's UTF-8 mode, a Latin-1 terminal),
+    Python's default ``strict`` handler raises ``UnicodeEncodeError`` in the middle of the output.
+    ``backslashreplace`` writes ``caf\\xe9`` instead: the output stays readable and complete,
+    and no catalog can crash a command by its choice of letters.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None and stream.errors != "backslashreplace":
+            stream.flush()
+            reconfigure(errors="backslashreplace")
+
+
 def error(message: str) -> None:
     """Print an error message for a person on stderr."""
     sys.stderr.write(f"pivoter: error: {message}\n")
