@@ -13,6 +13,12 @@ Secrets it names from pivoter's namespace.
 :func:`build_source` returns the source with a *key* over everything it was built from (the
 spec, the CA, the token, the pull secret): the reconciler keeps a source (and its HTTP/image
 caches) as long as the key is unchanged. Called by :mod:`pivoter.catalogs.reconciler`.
+
+Credentials are checked here, where they enter from their Secrets: the ``token`` of
+``tokenSecret`` (:func:`resolver.net.bearer_token`, surrounding whitespace trimmed as client-go
+trims a token file) and every entry of an image ``pullSecret``
+(:func:`provisioners.sources.pull_secret.check_pull_secret`); a refusal is :class:`InvalidCatalog`
+naming the field, Secret and key, never the value.
 """
 
 from __future__ import annotations
@@ -30,12 +36,15 @@ from typing import Any
 
 from pivoter.catalogs.errors import InvalidCatalog, SourceUnavailable
 from pivoter.catalogs.image import ImageCatalogSource
+from provisioners.errors import InvalidSourceError
 from provisioners.sources import FetchOptions
+from provisioners.sources.pull_secret import check_pull_secret
 from resolver.catalog.errors import CatalogLoadError
 from resolver.catalog.load import load_objects
 from resolver.catalog.model import JSON, Catalog, Origin
 from resolver.catalog.parse import parse_text
 from resolver.catalog.sources import CatalogdSource, CatalogSource, RegistrySource, SourceError
+from resolver.net import InvalidCredential, bearer_token
 
 __all__ = ["BuiltSource", "ConfigMapsSource", "ObjectReader", "SourceSettings", "build_source"]
 
@@ -43,7 +52,7 @@ ObjectReader = Callable[[str, str], Mapping[str, Any] | None]
 """``read(kind, name)``: the ``ConfigMap`` or ``Secret`` called ``name`` in pivoter's namespace,
 or None when it does not exist."""
 
-_ADDRESS = re.compile(r"^[A-Za-z0-9.\-\[\]:]+:[0-9]{1,5}$")
+_ADDRESS = re.compile(r"^[A-Za-z0-9.\-\[\]:]+:[0-9]{1,5}\Z")
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,13 +168,14 @@ def _http(
         if ca_ref
         else None
     )
-    token = (
-        _referenced(read, "Secret", token_ref, "token", "spec.source.http.tokenSecret")
-        .decode("utf-8", "replace")
-        .strip()
-        if token_ref
-        else None
-    )
+    token = None
+    if token_ref:
+        field = "spec.source.http.tokenSecret"
+        raw = _referenced(read, "Secret", token_ref, "token", field)
+        try:
+            token = bearer_token(raw, where=f"{field}: Secret {token_ref!r} key 'token'", trim=True)
+        except InvalidCredential as exc:
+            raise InvalidCatalog(str(exc)) from None
     ca_file = None
     if ca is not None:
         if not url.startswith("https://"):
@@ -209,11 +219,16 @@ def _image(
     if not ref:
         raise InvalidCatalog("spec.source.image.ref is empty")
     secret = str(spec.get("pullSecret") or "")
-    pull_secret = (
-        _referenced(read, "Secret", secret, ".dockerconfigjson", "spec.source.image.pullSecret")
-        if secret
-        else None
-    )
+    pull_secret = None
+    if secret:
+        field = "spec.source.image.pullSecret"
+        pull_secret = _referenced(read, "Secret", secret, ".dockerconfigjson", field)
+        try:
+            check_pull_secret(
+                pull_secret, where=f"{field}: Secret {secret!r} key '.dockerconfigjson'"
+            )
+        except InvalidSourceError as exc:
+            raise InvalidCatalog(str(exc)) from None
     options = settings.fetch_options or FetchOptions(
         timeout_seconds=settings.timeout, deadline_seconds=settings.deadline
     )

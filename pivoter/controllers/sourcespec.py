@@ -5,6 +5,12 @@ The Bundle controller calls :func:`source_spec`; the provisioners (which never s
 get plain data. A reference to a missing Secret or ConfigMap, a mutable ConfigMap or a source
 type pivoter does not serve raises :class:`provisioners.errors.InvalidSourceError` with a message
 that names the field, which the controller writes into the ``Unpacked`` condition.
+
+Credentials are checked here, where they enter from their Secrets: the ``username`` and
+``password`` of http and git sources (:func:`resolver.net.basic_credential`: exactly as stored,
+no control characters, a trailing newline included) and every entry of an image pull secret
+(:func:`provisioners.sources.pull_secret.check_pull_secret`). A refusal names the field, the
+Secret and the key, never the value, so status and Events never carry a credential.
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 from provisioners.errors import InvalidSourceError
 from provisioners.sources import (
@@ -25,6 +31,8 @@ from provisioners.sources import (
     ImageSpec,
     SourceSpec,
 )
+from provisioners.sources.pull_secret import check_pull_secret
+from resolver.net import InvalidCredential, basic_credential
 
 __all__ = ["ObjectReader", "source_spec"]
 
@@ -75,12 +83,17 @@ def _image(image: Mapping[str, Any], read: ObjectReader) -> ImageSpec:
     pull_secret = None
     if image.get("pullSecret"):
         data = _secret_data(read, str(image["pullSecret"]), "spec.source.image.pullSecret")
-        pull_secret = data.get(".dockerconfigjson") or data.get(".dockercfg")
+        key = ".dockerconfigjson" if data.get(".dockerconfigjson") else ".dockercfg"
+        pull_secret = data.get(key)
         if pull_secret is None:
             raise InvalidSourceError(
                 f"spec.source.image.pullSecret: Secret {image['pullSecret']!r} has no "
                 ".dockerconfigjson or .dockercfg key"
             )
+        check_pull_secret(
+            pull_secret,
+            where=f"spec.source.image.pullSecret: Secret {str(image['pullSecret'])!r} key {key!r}",
+        )
     ca = str(image.get("certificateData") or "").encode() or None
     return ImageSpec(
         ref=ref,
@@ -90,9 +103,24 @@ def _image(image: Mapping[str, Any], read: ObjectReader) -> ImageSpec:
     )
 
 
-def _auth(auth: Mapping[str, Any], read: ObjectReader, field: str) -> dict[str, bytes]:
-    secret = (auth.get("secret") or {}).get("name")
-    return _secret_data(read, str(secret), f"{field}.auth.secret") if secret else {}
+class _Login:
+    """The data of an auth Secret, and its username and password checked as they enter."""
+
+    def __init__(self, auth: Mapping[str, Any], read: ObjectReader, field: str) -> None:
+        secret = (auth.get("secret") or {}).get("name")
+        where = f"{field}.auth.secret"
+        self.data = _secret_data(read, str(secret), where) if secret else {}
+        self.username = self._basic(f"{where}: Secret {str(secret)!r}", "username")
+        self.password = self._basic(f"{where}: Secret {str(secret)!r}", "password")
+
+    def _basic(self, where: str, key: Literal["username", "password"]) -> str | None:
+        value = self.data.get(key)
+        if value is None:
+            return None
+        try:
+            return basic_credential(value, where=f"{where} key {key!r}", part=key)
+        except InvalidCredential as exc:
+            raise InvalidSourceError(str(exc)) from None
 
 
 def _git(git: Mapping[str, Any], read: ObjectReader) -> GitSpec:
@@ -104,12 +132,13 @@ def _git(git: Mapping[str, Any], read: ObjectReader) -> GitSpec:
     if len(chosen) != 1:
         raise InvalidSourceError("spec.source.git.ref needs exactly one of branch, tag, commit")
     auth_spec = git.get("auth") or {}
-    data = _auth(auth_spec, read, "spec.source.git")
+    login = _Login(auth_spec, read, "spec.source.git")
+    data = login.data
     auth = None
     if data or auth_spec.get("insecureSkipVerify"):
         auth = GitAuth(
-            username=_text(data.get("username")),
-            password=_text(data.get("password")),
+            username=login.username,
+            password=login.password,
             ssh_private_key=data.get("ssh-privatekey"),
             ssh_known_hosts=data.get("ssh-knownhosts"),
             ca_pem=data.get("ca.crt"),
@@ -129,12 +158,12 @@ def _http(http: Mapping[str, Any], read: ObjectReader) -> HttpSpec:
     if not url:
         raise InvalidSourceError("spec.source.http.url is required")
     auth_spec = http.get("auth") or {}
-    data = _auth(auth_spec, read, "spec.source.http")
+    login = _Login(auth_spec, read, "spec.source.http")
     return HttpSpec(
         url=url,
-        username=_text(data.get("username")),
-        password=_text(data.get("password")),
-        ca_pem=data.get("ca.crt"),
+        username=login.username,
+        password=login.password,
+        ca_pem=login.data.get("ca.crt"),
         insecure_skip_tls_verify=bool(auth_spec.get("insecureSkipVerify")),
         allow_plain_http_credentials=bool(auth_spec.get("insecureSendCredentials")),
     )
@@ -168,7 +197,3 @@ def _config_maps(entries: list[Mapping[str, Any]], read: ObjectReader) -> Config
             )
         )
     return ConfigMapsSpec(tuple(contents))
-
-
-def _text(value: bytes | None) -> str | None:
-    return value.decode() if value is not None else None

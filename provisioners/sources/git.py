@@ -38,12 +38,20 @@ from provisioners.errors import (
 )
 from provisioners.sources.base import FetchOptions, FetchResult
 from provisioners.unpack import Compression, Unpacker
-from resolver.net import Budget, InsecureCredentials, check_credential_transport
+from resolver.net import (
+    Budget,
+    InsecureCredentials,
+    InvalidCredential,
+    basic_credential,
+    check_credential_transport,
+)
 
 GIT_CREDENTIALS_OPT_IN = "spec.source.git.auth.insecureSendCredentials"
 """The field that allows a username/password over plain http to another machine."""
 
-_COMMIT = re.compile(r"^([0-9a-f]{40}|[0-9a-f]{64})$")
+_COMMIT = re.compile(r"^([0-9a-f]{40}|[0-9a-f]{64})\Z")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+"""A character no argument of git may hold (a NUL cannot even be passed to ``exec``)."""
 _SCP_LIKE = re.compile(r"^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:(?!//)")
 _ASKPASS = """#!/bin/sh
 # Answer only prompts for the repository's own origin: git names it as 'scheme://[user@]host'.
@@ -168,8 +176,11 @@ def _redact(url: str) -> str:
 def _validate(spec: GitSpec) -> tuple[str, str, tuple[str, ...]]:
     """Return (transport, refspec, directory parts) or raise InvalidSourceError."""
     repository = spec.repository
-    if repository.startswith("-") or "\n" in repository:
-        raise InvalidSourceError(f"invalid git repository {repository!r}")
+    if repository.startswith("-") or _CONTROL.search(repository):
+        # Redacted: the URL's userinfo may hold a password.
+        raise InvalidSourceError(
+            f"invalid git repository {_redact(repository)!r}: a leading '-' or a control character"
+        )
     if _SCP_LIKE.match(repository):
         transport = "ssh"
     else:
@@ -186,11 +197,15 @@ def _validate(spec: GitSpec) -> tuple[str, str, tuple[str, ...]]:
     if len(given) != 1:
         raise InvalidSourceError("a git source needs exactly one of branch, tag or commit")
     kind, value = given[0]
-    if value.startswith("-") or any(c in value for c in " ~^:?*[\\\n") or ".." in value:
+    if value.startswith("-") or any(c in value for c in " ~^:?*[\\") or ".." in value:
         raise InvalidSourceError(f"invalid git {kind} {value!r}")
+    if _CONTROL.search(value):
+        raise InvalidSourceError(f"invalid git {kind} {value!r}: it holds a control character")
     refspec = {"branch": f"refs/heads/{value}", "tag": f"refs/tags/{value}"}.get(kind, value)
     if kind == "commit" and not _COMMIT.match(value):
         raise InvalidSourceError(f"git commit {value!r} must be a full 40-character commit id")
+    if _CONTROL.search(spec.directory):
+        raise InvalidSourceError(f"git directory {spec.directory!r} holds a control character")
     if spec.directory.startswith("/"):
         raise InvalidSourceError(f"git directory {spec.directory!r} must be relative")
     parts = tuple(p for p in spec.directory.split("/") if p not in ("", "."))
@@ -209,6 +224,7 @@ class GitSource:
         """Fetch ``spec.ref`` shallowly and unpack ``spec.directory`` of it into ``dest``."""
         transport, refspec, directory = _validate(spec)
         auth = spec.auth or GitAuth()
+        _check_credential_text(auth)
         _check_credentials(spec, auth)
         budget = Budget(options.deadline_seconds, stall=options.deadline_seconds)
         with tempfile.TemporaryDirectory(prefix=".git-", dir=dest.parent) as scratch_name:
@@ -426,6 +442,19 @@ class GitSource:
             process.stderr.close()
         if process.returncode != 0:
             raise SourceError(f"git archive failed: {stderr.decode(errors='replace').strip()}")
+
+
+def _check_credential_text(auth: GitAuth) -> None:
+    """Refuse a username or password git cannot be given (a NUL fails the ``exec``; a line break
+    would cut the askpass answer short): the cluster side checks them where it reads the
+    Secret, naming it; checked again here for any other caller."""
+    try:
+        if auth.username is not None:
+            basic_credential(auth.username, where="the git username", part="username")
+        if auth.password is not None:
+            basic_credential(auth.password, where="the git password", part="password")
+    except InvalidCredential as exc:
+        raise InvalidSourceError(str(exc)) from None
 
 
 def _check_credentials(spec: GitSpec, auth: GitAuth) -> None:

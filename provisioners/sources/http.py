@@ -2,11 +2,13 @@
 
 Basic auth and a custom CA are supported; credentials never go over plain http to a host other
 than loopback unless ``allow_plain_http_credentials`` is set, nor to another origin a redirect
-leads to. Every read obeys one deadline for the whole download (see
-:mod:`provisioners.sources.http_client`). The body must come with HTTP 200 and is streamed
-straight into :class:`provisioners.unpack.Unpacker` (gzip, zstd or plain tar, detected from the
-first bytes). The resolved source is the URL and the revision is the sha256 of the bytes
-received, so a changed tarball shows as a new revision. Called via
+leads to. The username and password must be text a basic-auth header can carry
+(:func:`resolver.net.basic_credential`: the cluster side checks them where it reads the Secret,
+naming it; checked again here for any other caller). Every read obeys one deadline for the
+whole download (see :mod:`provisioners.sources.http_client`). The body must come with HTTP 200
+and is streamed straight into :class:`provisioners.unpack.Unpacker` (gzip, zstd or plain tar,
+detected from the first bytes). The resolved source is the URL and the revision is the sha256 of
+the bytes received, so a changed tarball shows as a new revision. Called via
 :func:`provisioners.sources.fetch`.
 """
 
@@ -29,7 +31,7 @@ from provisioners.errors import (
 from provisioners.sources.base import FetchOptions, FetchResult
 from provisioners.sources.http_client import HttpClient, Response, TlsOptions
 from provisioners.unpack import Unpacker
-from resolver.net import is_loopback
+from resolver.net import InvalidCredential, basic_credential, is_loopback
 
 HTTP_CREDENTIALS_OPT_IN = "spec.source.http.auth.insecureSendCredentials"
 """The field that allows basic credentials over plain http to another machine."""
@@ -86,7 +88,16 @@ class HttpSource:
                 warnings.append(
                     f"credentials for {parts.hostname} are sent over plain http; use https"
                 )
-            raw = f"{spec.username}:{spec.password or ''}".encode()
+            try:
+                username = basic_credential(
+                    spec.username, where="the http source's username", part="username"
+                )
+                password = basic_credential(
+                    spec.password or "", where="the http source's password", part="password"
+                )
+            except InvalidCredential as exc:
+                raise InvalidSourceError(str(exc)) from None
+            raw = f"{username}:{password}".encode()
             headers["Authorization"] = "Basic " + base64.b64encode(raw).decode()
         client = HttpClient(
             TlsOptions(spec.ca_pem, spec.insecure_skip_tls_verify),

@@ -8,7 +8,10 @@ every socket wait of every request by one :class:`resolver.net.Budget` per clien
 server fails after the stall timeout, a server that drips bytes fails at the overall deadline,
 whether it drips the status line, the headers or the body), trusts a custom CA when given, and
 maps network failures to typed source errors. One client serves one fetch, so the deadline covers
-the whole fetch however many requests it makes.
+the whole fetch however many requests it makes. Every URL it requests, the first and each redirect
+target, must be visible ASCII (:func:`resolver.net.credentials.url_problem`): a server's
+``Location`` holding a line break or a non-ASCII character is refused in one line, not a
+``UnicodeEncodeError`` traceback.
 """
 
 from __future__ import annotations
@@ -33,11 +36,12 @@ from resolver.net import (
     InsecureCredentials,
     NetError,
     TooLarge,
+    UnsendableText,
     check_credential_transport,
     open_connection,
     read_body,
 )
-from resolver.net.credentials import same_origin
+from resolver.net.credentials import same_origin, url_problem
 
 _REDIRECTS = {301, 302, 303, 307, 308}
 _CREDENTIAL_HEADERS = ("Authorization", "Cookie", "Proxy-Authorization")
@@ -198,7 +202,15 @@ class HttpClient:
         over plain http to another machine without the opt-in."""
         current = dict(headers or {})
         first = url
-        for _ in range(max_redirects + 1):
+        for hop in range(max_redirects + 1):
+            problem = url_problem(url)
+            if problem is not None:
+                if hop == 0:
+                    raise InvalidSourceError(f"the URL to fetch cannot be requested: it {problem}")
+                raise SourceError(
+                    f"{urlsplit(first).netloc} redirected to a URL that cannot be requested: it "
+                    f"{problem}"
+                )
             parts = urlsplit(url)
             if not same_origin(first, url):
                 for name in _CREDENTIAL_HEADERS:
@@ -214,6 +226,9 @@ class HttpClient:
             except NetError as exc:
                 connection.close()
                 raise _net_error(exc, url) from exc
+            except UnsendableText as exc:  # names the header, never its value
+                connection.close()
+                raise InvalidSourceError(str(exc)) from None
             except ssl.SSLCertVerificationError as exc:
                 connection.close()
                 raise TlsVerificationError(

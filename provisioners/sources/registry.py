@@ -4,6 +4,12 @@ Handles the two auth schemes registries use: a ``Bearer`` challenge (token from 
 basic credentials if a pull secret has them, anonymous otherwise) and a ``Basic`` challenge.
 Manifests and blobs are verified against their digests; error responses are mapped to typed
 source errors (missing tag, missing repository, denied, server failure).
+
+What the registry sends back and pivoter then sends out is checked where it arrives
+(:mod:`resolver.net.credentials`): the token the token service answers must be a bearer token
+(visible ASCII), and the challenge's ``realm`` an http(s) URL of visible ASCII, its ``service`` and
+``scope`` free of control characters, so a hostile registry gets a one-line refusal, not a
+traceback or a header of its own making; the token is never shown.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 from typing import IO, Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 from provisioners.errors import (
     AuthenticationError,
@@ -26,6 +32,8 @@ from provisioners.sources.http_client import HttpClient, Response
 from provisioners.sources.pull_secret import BasicCredentials
 from provisioners.sources.reference import ImageReference
 from resolver import safedata
+from resolver.net import InvalidCredential, bearer_token
+from resolver.net.credentials import header_problem, url_problem
 
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
 DOCKER_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
@@ -122,6 +130,7 @@ class RegistryClient:
                 f"registry {self._reference.registry} asks for unsupported authentication "
                 f"{challenge!r}"
             )
+        self._check_challenge(params)
         query = {"scope": params.get("scope") or f"repository:{self._reference.repository}:pull"}
         if "service" in params:
             query["service"] = params["service"]
@@ -146,7 +155,26 @@ class RegistryClient:
         token = body.get("token") or body.get("access_token") if isinstance(body, dict) else None
         if not isinstance(token, str) or not token:
             raise SourceError(f"the token service of {self._reference.registry} sent no token")
+        try:
+            token = bearer_token(token, where=f"the token service of {self._reference.registry}")
+        except InvalidCredential as exc:
+            raise SourceError(str(exc)) from None
         self._authorization = f"Bearer {token}"
+
+    def _check_challenge(self, params: dict[str, str]) -> None:
+        """Refuse a ``realm`` that is not an http(s) URL one can request as it stands, and a
+        ``service`` or ``scope`` holding control characters (they are sent back)."""
+        what = f"registry {self._reference.registry} sent a WWW-Authenticate challenge whose"
+        realm = params["realm"]
+        problem = url_problem(realm)
+        if problem is not None:
+            raise SourceError(f"{what} realm cannot be requested: it {problem}")
+        if urlsplit(realm).scheme.lower() not in ("http", "https") or not urlsplit(realm).netloc:
+            raise SourceError(f"{what} realm is not an http(s) URL")
+        for name in ("service", "scope"):
+            problem = header_problem(params.get(name, ""))
+            if problem is not None:
+                raise SourceError(f"{what} {name} {problem}")
 
     def _get(self, path: str, accept: str | None, what: str) -> Response:
         """GET ``path`` below the repository, answering one auth challenge; map error codes."""

@@ -6,14 +6,20 @@ Lives in :mod:`resolver` because both the catalog clients here and the bundle so
 :mod:`.budget` (the deadline, stall timeout and byte cap of one transfer), :mod:`.http` (HTTP
 connections whose every socket wait is clipped to a budget, and body readers with a size cap),
 :mod:`.lines` (newline splitting that copies each byte a bounded number of times),
-:mod:`.credentials` (loopback detection and the plain-http credential check).
+:mod:`.credentials` (credentials as text: what a token, username or password may hold, checked
+where each enters; loopback detection and the plain-http credential check).
 """
 
 from resolver.net.budget import Budget, DeadlineExceeded, NetError, Stalled, TooLarge
 from resolver.net.credentials import (
     InsecureCredentials,
+    InvalidCredential,
+    UnsendableText,
+    basic_credential,
+    bearer_token,
     check_credential_transport,
     is_loopback,
+    read_token_file,
 )
 from resolver.net.http import open_connection, read_body
 from resolver.net.lines import LineSplitter, LineTooLong
@@ -22,13 +28,18 @@ __all__ = [
     "Budget",
     "DeadlineExceeded",
     "InsecureCredentials",
+    "InvalidCredential",
     "LineSplitter",
     "LineTooLong",
     "NetError",
     "Stalled",
     "TooLarge",
+    "UnsendableText",
+    "basic_credential",
+    "bearer_token",
     "check_credential_transport",
     "is_loopback",
     "open_connection",
     "read_body",
+    "read_token_file",
 ]

@@ -9,6 +9,14 @@ handshake and request sending are clipped the same way. So connect, handshake, s
 headers and body together end by the deadline, whatever the peer does, and whatever reading
 method the caller uses. :func:`read_body` reads a whole body with its own size cap.
 
+They are also the backstop for text that cannot go into a request: http.client refuses a header
+value with a line break by raising ``ValueError`` *with the value in its message* (a credential in
+a traceback), lets a NUL through, and fails on a non-ASCII target with ``UnicodeEncodeError``.
+Here every request target and header value is checked first (:func:`~resolver.net.credentials.
+url_problem`, :func:`~resolver.net.credentials.header_problem`) and refused with
+:class:`~resolver.net.credentials.UnsendableText`, naming the header and the server, never the
+value. Credentials are checked earlier, where they enter; this catches what no entry check knew.
+
 Errors are :class:`~resolver.net.budget.NetError` subclasses (deadline, stall, too large);
 callers map them to their own error types.
 """
@@ -23,6 +31,7 @@ import threading
 from typing import Any, cast
 
 from resolver.net.budget import Budget, TooLarge
+from resolver.net.credentials import UnsendableText, header_problem, url_problem
 
 _CHUNK = 1 << 16
 
@@ -90,6 +99,27 @@ class BudgetHTTPConnection(http.client.HTTPConnection):
         self.peer = f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
         """``host:port``, as errors name the server."""
         self._create_connection = self._connect_within_budget
+
+    def putrequest(
+        self, method: str, url: str, skip_host: bool = False, skip_accept_encoding: bool = False
+    ) -> None:
+        """Refuse a target that cannot be sent as it stands, naming the server, not the URL."""
+        problem = url_problem(url)
+        if problem is not None:
+            raise UnsendableText(f"refusing to request a URL from {self.peer}: it {problem}")
+        super().putrequest(method, url, skip_host, skip_accept_encoding)
+
+    def putheader(self, header: str | bytes, *values: Any) -> None:
+        """Refuse a header value that cannot be sent, naming the header, never the value."""
+        for value in values:
+            text = value.decode("latin-1") if isinstance(value, bytes) else str(value)
+            problem = header_problem(text)
+            if problem is not None:
+                name = header.decode("latin-1") if isinstance(header, bytes) else header
+                raise UnsendableText(
+                    f"refusing to send the {name} header to {self.peer}: its value {problem}"
+                )
+        super().putheader(header, *values)
 
     def _connect_within_budget(
         self, address: tuple[str, int], timeout: object = None, source: object = None

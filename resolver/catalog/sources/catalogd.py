@@ -4,8 +4,10 @@
 line decoded as it arrives and the catalog built only once the whole body has been read and
 checked, so a dropped or garbled stream never yields a partial catalog. ``If-Modified-Since``
 avoids re-reading an unchanged catalog. ``<base>/api/v1/metas`` is queried where the server
-offers it. https with a custom CA bundle and a bearer token are supported; the token is never
-sent over plain http to a host other than loopback unless ``insecure_send_token`` is set. Every
+offers it. https with a custom CA bundle and a bearer token are supported; the token must be one
+that can go into a header (:func:`resolver.net.bearer_token`; the caller checks it first where it
+read it, naming the file or Secret) and is never sent over plain http to a host other than
+loopback unless ``insecure_send_token`` is set. Every
 fetch has one :class:`resolver.net.Budget` (overall deadline, stall timeout, byte cap) under every
 socket read, and lines are split in linear time with a cap on one line. Opened by
 :func:`resolver.catalog.sources.open_source` for ``http://`` and ``https://`` addresses.
@@ -31,9 +33,12 @@ from resolver.catalog.sources.stale import STALE_HEADER
 from resolver.net import (
     Budget,
     InsecureCredentials,
+    InvalidCredential,
     LineSplitter,
     LineTooLong,
     NetError,
+    UnsendableText,
+    bearer_token,
     check_credential_transport,
     open_connection,
 )
@@ -80,6 +85,11 @@ class CatalogdSource:
         # Default name: the last path segment, as in catalogd's /catalogs/<name>.
         self.name = name if name is not None else parts.path.rstrip("/").rsplit("/", 1)[-1]
         self.ca_file = ca_file
+        if token is not None:
+            try:
+                token = bearer_token(token, where="the bearer token")
+            except InvalidCredential as err:
+                raise SourceError(base_url, str(err)) from None
         self.token = token
         self.insecure_send_token = insecure_send_token
         """Send the token over plain http to a non-loopback host (the user's explicit opt-in)."""
@@ -151,7 +161,7 @@ class CatalogdSource:
         try:
             conn.request("GET", path, headers=headers)
             return conn, conn.getresponse()
-        except NetError as err:
+        except (NetError, UnsendableText) as err:
             conn.close()
             raise SourceError(self.spec, str(err)) from None
         except ssl.SSLError as err:
