@@ -33,6 +33,8 @@ from resolver.net import InvalidCredential, read_token_file
 
 __all__ = ["STALL_SECONDS", "open_catalog", "run"]
 
+REMOTE = ("http://", "https://", "grpc://", "grpcs://")
+"""Schemes of the sources fetched over the network (the rest are directories)."""
 STALL_SECONDS = 30.0
 """Longest silence of a remote source before it counts as stalled (clipped to ``--timeout``)."""
 
@@ -45,7 +47,7 @@ def open_catalog(spec: str, args: argparse.Namespace) -> Catalog:
     when it cannot be read.
     """
     options: dict[str, object] = {}
-    if spec.startswith(("http://", "https://", "grpc://", "grpcs://")):
+    if spec.startswith(REMOTE):
         deadline = float(getattr(args, "timeout", STALL_SECONDS))
         options["deadline"] = deadline
         options["timeout"] = min(STALL_SECONDS, deadline)

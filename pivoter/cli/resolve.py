@@ -11,9 +11,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
+from pivoter.cli.catalog_render import REMOTE, STALL_SECONDS
 from pivoter.cli.exitcodes import ExitCode
 from pivoter.cli.output import emit, error
 from resolver import profiles, resolveset
@@ -104,9 +106,14 @@ def run(args: argparse.Namespace) -> int:
                 raise _Invalid(f"--installed {args.installed}: {err}") from None
         sources = []
         provenance = []
+        end = time.monotonic() + args.timeout  # one deadline for every remote catalog
         for spec in args.catalog:
             location, priority, name = _catalog(spec)
-            source = open_source(location)
+            options: dict[str, float] = {}
+            if location.startswith(REMOTE):
+                left = max(end - time.monotonic(), 0.001)
+                options = {"deadline": left, "timeout": min(STALL_SECONDS, left)}
+            source = open_source(location, **options)
             catalog = source.fetch()
             cname = name or catalog.name or location
             sources.append(CatalogSource(cname, catalog, priority=priority))

@@ -16,6 +16,7 @@ from kubernetes import client, config
 from kubernetes.config.config_exception import ConfigException
 
 from pivoter import __version__
+from resolver.net.credentials import InvalidCredential, bearer_token
 from resolver.safedata import load_yaml
 
 __all__ = ["KubeConfigError", "load_client"]
@@ -75,11 +76,13 @@ def load_client(
         if not path.is_file():
             raise KubeConfigError(f"kubeconfig {path} does not exist")
         _load_file(path, context, configuration)
+        where = f"kubeconfig {path}: the user's token"
     elif os.environ.get(_IN_CLUSTER_ENV):
         try:
             config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
         except ConfigException as exc:
             raise KubeConfigError(f"in-cluster configuration is unusable: {exc}") from exc
+        where = "the in-cluster service account token"
     else:
         default = os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or "~/.kube/config"
         path = Path(default).expanduser()
@@ -89,10 +92,29 @@ def load_client(
                 f"(${_IN_CLUSTER_ENV} unset) and {path} does not exist"
             )
         _load_file(path, context, configuration)
+        where = f"kubeconfig {path}: the user's token"
+    _check_tokens(configuration, where)
     configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize or 0, 32)
     api_client = client.ApiClient(configuration)
     api_client.user_agent = f"pivoter/{__version__}"  # names pivoter in the apiserver's audit log
     return api_client
+
+
+def _check_tokens(configuration: client.Configuration, where: str) -> None:
+    """Check the bearer token the kubernetes loader put in ``configuration`` as every other
+    credential is checked (:mod:`resolver.net.credentials`), trimmed as client-go trims a token
+    file: the loader takes a ``token``/``tokenFile`` as it stands, so a newline in it became
+    urllib3's ``ValueError: Invalid header value b'Bearer <the token>\\n'`` (a traceback holding
+    the token) at the first request."""
+    for key, value in list((configuration.api_key or {}).items()):
+        scheme, _, token = str(value).partition(" ")
+        if scheme.lower() != "bearer":
+            continue
+        try:
+            token = bearer_token(token, where=where, trim=True)
+        except InvalidCredential as exc:
+            raise KubeConfigError(str(exc)) from None
+        configuration.api_key[key] = f"{scheme} {token}"
 
 
 def _load_file(path: Path, context: str | None, configuration: client.Configuration) -> None:

@@ -112,3 +112,34 @@ def test_catalog_render_ends_at_its_timeout_against_a_grpc_server_that_stalls(mo
     assert f"catalog source grpc://127.0.0.1:{port}: ListPackages: " in stderr
     assert f"longer than {DEADLINE:g}s" in stderr
     assert seconds < DEADLINE + MARGIN, f"a {mode} gRPC server held the command {seconds:.1f}s"
+
+
+def test_resolve_shares_its_timeout_across_every_remote_catalog() -> None:
+    """The first catalog takes 4 s of a 5 s deadline and arrives whole; the second drips and gets
+    only what is left (1 s), not a deadline of its own (which would end the command at 9 s)."""
+    body = b'{"schema":"olm.package","name":"x","defaultChannel":"s"}\n'
+    slow: list[Step] = [
+        ("send", OK_HEAD + b"Content-Length: %d\r\n\r\n" % len(body)),
+        ("drip", body, 4.0 / len(body)),
+    ]
+    deadline = 5.0
+    with hostile_server(slow) as first, hostile_server(DRIPS["headers"]) as second:
+        started = time.monotonic()
+        result = pivoter(
+            "resolve",
+            "--timeout",
+            f"{deadline:g}",
+            "--package",
+            "x",
+            "--catalog",
+            f"http://127.0.0.1:{first.port}/catalogs/a",
+            "--catalog",
+            f"http://127.0.0.1:{second.port}/catalogs/b",
+            timeout=60,
+        )
+        seconds = time.monotonic() - started
+    assert result.returncode == ExitCode.FAILURE, result.stderr
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    assert f"http://127.0.0.1:{second.port}/catalogs/b" in result.stderr, result.stderr
+    assert "deadline" in result.stderr, result.stderr
+    assert 4.0 <= seconds < deadline + MARGIN, f"resolve took {seconds:.1f}s"

@@ -557,6 +557,12 @@ def test_servers_fail_at_start_on_an_occupied_port_or_unknown_host(
             "certificate-authority: /dev/urandom}}]\nusers: [{name: u, user: {token: t}}]\n",
             "certificate-authority /dev/urandom is not a regular file",
         ),
+        (  # urllib3 refused the header with the token in its message (a traceback)
+            "current-context: x\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n"
+            "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+            'users: [{name: u, user: {token: "SECRET\\nX-Injected: 1"}}]\n',
+            "the user's token: the token holds a line feed (LF) inside it",
+        ),
     ],
 )
 def test_malformed_kubeconfigs_are_one_line(
@@ -571,6 +577,7 @@ def test_malformed_kubeconfigs_are_one_line(
         assert reply["code"] == ExitCode.FAILURE, (argv, reply)
         assert not problems_with(reply), (argv, reply)
         assert expect in reply["stderr"], reply["stderr"]
+        assert "SECRET" not in reply["stderr"]
 
 
 def test_a_bug_is_reported_as_one_with_its_traceback(capsys: pytest.CaptureFixture[str]) -> None:

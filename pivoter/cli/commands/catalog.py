@@ -127,7 +127,11 @@ def _setup_render(parser: argparse.ArgumentParser) -> None:
         help="send the token over plain http to a host other than loopback (unencrypted)",
     )
     group.add_argument(
-        "--timeout", type=Seconds(), default=30.0, help="seconds before a stalled source fails"
+        "--timeout",
+        type=Seconds(),
+        default=60.0,
+        help="seconds the whole fetch of a remote source may take: connecting, every request, "
+        "every byte (default 60)",
     )
     group.add_argument(
         "--max-message-bytes",

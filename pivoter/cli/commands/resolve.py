@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pivoter.cli.commands._common import Subparsers, add_command, add_output_flag, set_handler
 from pivoter.cli.exitcodes import ExitCode
-from pivoter.cli.flags import CatalogSpec, Name, PackageSpec, TextFile, VersionText
+from pivoter.cli.flags import CatalogSpec, Name, PackageSpec, Seconds, TextFile, VersionText
 
 PROFILES = ("pivoter", "olm-v0", "olmv1-deppy", "olmv1-filter")
 """``resolver.profiles.NAMES``, written out so that the parser does not import the resolver
@@ -49,6 +49,13 @@ def register(subparsers: Subparsers) -> None:
         "--installed",
         type=TextFile("--installed"),
         help="a ResolveSet describing what is installed",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=Seconds(),
+        default=60.0,
+        help="seconds all remote catalogs together may take to fetch: connecting, every request, "
+        "every byte (default 60)",
     )
     parser.add_argument("--profile", default=DEFAULT_PROFILE, choices=PROFILES)
     parser.add_argument(
