@@ -1,4 +1,13 @@
-"""Remove a directory tree of any depth and path length, without recursion or following links.
+"""Walk and remove directory trees of bundles without recursion and without following links.
+
+:func:`walk_tree` lists every entry below a root, depth first, with an explicit stack and ``lstat``
+(a link is reported as a link, never followed or entered), and refuses in one line what no bundle
+the unpacker admits could hold: more than ``max_depth`` directories deep (3,000 levels made the
+store's walk fail with a raw ``OSError``: path too long), more than ``max_entries`` entries, a root
+that is a link. Refusals are :class:`resolver.safefiles.RefusedFile` (an ``OSError``), naming the
+entry; the content store and the helm format turn them into their own errors.
+
+:func:`remove_tree` removes a tree of any depth and path length.
 
 ``shutil.rmtree`` recurses once per directory level on Python 3.11 (a bundle 1000 directories deep
 raises ``RecursionError``, which ``ignore_errors`` does not catch) and gives up on paths longer than
@@ -13,12 +22,17 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from provisioners.errors import ProvisionerError
+from resolver.safefiles import RefusedFile, shown
 
-__all__ = ["TreeRemovalError", "remove_tree"]
+__all__ = ["MAX_DEPTH", "TreeEntry", "TreeRemovalError", "remove_tree", "walk_tree"]
+
+MAX_DEPTH = 128
+"""Directories an entry may be nested in: the unpacker's ``max_depth`` (real bundles: under 10)."""
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _SHOWN_FAILURES = 3
@@ -122,3 +136,72 @@ def _descend(fd: int, name: str, rel: str, failures: list[str]) -> tuple[int, _L
         failures.append(f"{path}: {exc.strerror}")
         return None
     return child_fd, _Level(name, _identity(info), names, path + "/")
+
+
+@dataclass(frozen=True, slots=True)
+class TreeEntry:
+    """One entry of a walked tree."""
+
+    rel: str
+    """Its path relative to the root, ``/``-separated (a directory's without a trailing ``/``)."""
+    path: str
+    """Its path on disk (the root joined with ``rel``)."""
+    info: os.stat_result
+    """Its ``lstat``: a symbolic link is a link here, never what it points to."""
+
+
+def walk_tree(
+    root: Path | str,
+    *,
+    max_depth: int = MAX_DEPTH,
+    max_entries: int | None = None,
+    tree: str = "bundle",
+) -> Iterator[TreeEntry]:
+    """Every entry below ``root``: each directory's entries in bytewise order of their names, then
+    its subdirectories' in the same order (the content store's digest depends on this order).
+
+    Without recursion and without following links: a link is yielded, not entered or resolved.
+    Raises :class:`~resolver.safefiles.RefusedFile`, one line naming the entry (``tree`` names the
+    kind of tree), when ``root`` is a link or not a directory, an entry is nested more than
+    ``max_depth`` directories deep, there are more than ``max_entries`` entries, or a directory
+    cannot be listed or an entry cannot be stat'ed (a path too long for the system, say).
+    """
+    top = os.fspath(root)
+    try:
+        info = os.lstat(top)
+    except OSError as err:
+        raise RefusedFile(f"the {tree} root {shown(top)}: cannot stat: {err.strerror}") from None
+    if stat.S_ISLNK(info.st_mode):
+        raise RefusedFile(f"the {tree} root {shown(top)} is a symbolic link: not followed")
+    if not stat.S_ISDIR(info.st_mode):
+        raise RefusedFile(f"the {tree} root {shown(top)} is not a directory")
+    count = 0
+    stack: list[tuple[str, str, int]] = [("", top, 0)]
+    while stack:
+        prefix, directory, depth = stack.pop()
+        try:
+            names = sorted(os.listdir(directory), key=os.fsencode)
+        except OSError as err:
+            where = shown(prefix.rstrip("/") or ".")
+            raise RefusedFile(f"{where}: cannot read directory: {err.strerror}") from None
+        if names and depth >= max_depth:
+            raise RefusedFile(
+                f"{shown(prefix + names[0])} is nested more than {max_depth} directories deep "
+                f"in the {tree}; flatten its directory tree",
+                io=False,
+            )
+        subdirs: list[tuple[str, str, int]] = []
+        for name in names:
+            rel = prefix + name
+            path = os.path.join(directory, name)
+            try:
+                entry = os.lstat(path)
+            except OSError as err:
+                raise RefusedFile(f"{shown(rel)}: cannot stat: {err.strerror}") from None
+            count += 1
+            if max_entries is not None and count > max_entries:
+                raise RefusedFile(f"more than {max_entries:,} entries in the {tree}", io=False)
+            yield TreeEntry(rel, path, entry)
+            if stat.S_ISDIR(entry.st_mode):
+                subdirs.append((f"{rel}/", path, depth + 1))
+        stack.extend(reversed(subdirs))

@@ -6,8 +6,18 @@ the tree into place with one ``rename`` (readers never see half a bundle) under 
 once. The cluster side keeps the set of keys its Bundles reference and calls
 :meth:`BundleStore.gc` with it (mark-and-sweep), and serves a bundle to other provisioners with
 :meth:`BundleStore.tar_gz` behind an authenticated endpoint. Every walk and removal of a tree is
-iterative and never follows links (:mod:`provisioners.fstree`), so a tree of any depth is digested
-and removed; garbage collection logs what it cannot remove and goes on with the rest.
+iterative and never follows links (:mod:`provisioners.fstree`), so a tree of any depth is removed;
+garbage collection logs what it cannot remove and goes on with the rest.
+
+What the store digests and serves is only what the unpacker could have admitted (its
+:class:`~provisioners.unpack.UnpackLimits`): directories, regular files and links (served as
+links, never followed), at most ``max_depth`` directories deep, ``max_entries`` entries and
+``max_total_bytes`` of files. Anything else in a stored tree (a FIFO, a device or a socket planted
+there, a tree 3,000 directories deep, an object directory that is itself a link) is refused with a
+one-line :class:`StoreError` before a byte is served. Every file is opened through
+:mod:`resolver.safefiles` (non-blocking, no link followed, the descriptor checked to be the
+regular file that was listed) and read with at most its listed size, so a file swapped or grown
+meanwhile can neither block the stream nor make it endless.
 """
 
 from __future__ import annotations
@@ -28,7 +38,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from provisioners.errors import ProvisionerError
-from provisioners.fstree import remove_tree
+from provisioners.fstree import TreeEntry, remove_tree, walk_tree
+from provisioners.unpack import UnpackLimits
+from resolver import safefiles
+from resolver.safefiles import RefusedFile, shown
 
 log = logging.getLogger(__name__)
 
@@ -46,46 +59,94 @@ class BundleNotStoredError(StoreError):
     """No bundle with that key is in the store (never published, or garbage-collected)."""
 
 
-def _walk(root: Path) -> Iterator[tuple[str, Path, os.stat_result]]:
-    """Yield (relative posix path, path, lstat) for every entry below ``root``, sorted bytewise."""
-    stack = [("", root)]
-    while stack:
-        prefix, directory = stack.pop()
-        names = sorted(os.listdir(directory), key=os.fsencode)
-        subdirs = []
-        for name in names:
-            path = directory / name
-            rel = f"{prefix}{name}"
-            info = os.lstat(path)
-            yield rel, path, info
-            if stat.S_ISDIR(info.st_mode):
-                subdirs.append((f"{rel}/", path))
-        stack.extend(reversed(subdirs))
+def _entries(root: Path, limits: UnpackLimits) -> list[TreeEntry]:
+    """Every entry of a stored tree, checked against ``limits`` before anything is read.
+
+    Raises :class:`StoreError` (one line naming the entry) for an entry that is neither a
+    directory, a regular file nor a link, a tree deeper than ``max_depth`` or with more than
+    ``max_entries`` entries, files together over ``max_total_bytes``, a root that is a link.
+    """
+    entries: list[TreeEntry] = []
+    total = 0
+    try:
+        for entry in walk_tree(root, max_depth=limits.max_depth, max_entries=limits.max_entries):
+            mode = entry.info.st_mode
+            if stat.S_ISREG(mode):
+                total += entry.info.st_size
+                if total > limits.max_total_bytes:
+                    raise StoreError(
+                        f"{shown(entry.rel)}: the tree holds more than "
+                        f"{limits.max_total_bytes:,} bytes of files, more than a bundle may"
+                    )
+            elif not stat.S_ISDIR(mode) and not stat.S_ISLNK(mode):
+                raise StoreError(
+                    f"{shown(entry.rel)} is {safefiles.kind(mode)}: neither a file, a directory "
+                    "nor a symlink, so not bundle content"
+                )
+            entries.append(entry)
+    except RefusedFile as err:
+        raise StoreError(str(err)) from None
+    return entries
 
 
-def _file_sha256(path: Path) -> str:
+def _file_chunks(real_root: str, entry: TreeEntry) -> Iterator[bytes]:
+    """The content of a listed regular file, opened through :mod:`resolver.safefiles`.
+
+    It must still be the file that was listed (device and inode) and is read with at most its
+    listed size: :class:`StoreError` when it is something else now or changed size.
+    """
+    size = entry.info.st_size
+    read = 0
+    try:
+        with safefiles.open_file(
+            real_root,
+            entry.path,
+            max_bytes=size,
+            what="stored file",
+            tree="bundle",
+            walked=True,
+            expect=(entry.info.st_dev, entry.info.st_ino),
+        ) as source:
+            while chunk := source.read(_CHUNK):
+                read += len(chunk)
+                yield chunk
+    except RefusedFile as err:
+        raise StoreError(f"{shown(entry.rel)}: {err}") from None
+    if read != size:
+        raise StoreError(f"{shown(entry.rel)} changed size while being read")
+
+
+def _link(entry: TreeEntry) -> str:
+    """A link's target as written (never followed)."""
+    try:
+        return os.readlink(entry.path)
+    except OSError as err:
+        raise StoreError(f"{shown(entry.rel)}: cannot read the link: {err.strerror}") from None
+
+
+def tree_digest(root: Path, limits: UnpackLimits | None = None) -> str:
+    """Digest a bundle tree by paths, types, exec bits, contents and link targets (not times).
+
+    Raises :class:`StoreError` for a tree the store does not keep (see :func:`_entries`).
+    """
+    entries = _entries(root, limits or UnpackLimits())
+    real_root = safefiles.real_path(root)
     digest = hashlib.sha256()
-    with open(path, "rb") as source:
-        while chunk := source.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def tree_digest(root: Path) -> str:
-    """Digest a bundle tree by paths, types, exec bits, contents and link targets (not times)."""
-    digest = hashlib.sha256()
-    for rel, path, info in _walk(root):
-        name = os.fsencode(rel)
-        if stat.S_ISDIR(info.st_mode):
+    for entry in entries:
+        name = os.fsencode(entry.rel)
+        mode = entry.info.st_mode
+        if stat.S_ISDIR(mode):
             digest.update(b"D\0" + name + b"\0")
-        elif stat.S_ISLNK(info.st_mode):
-            digest.update(b"L\0" + name + b"\0" + os.fsencode(os.readlink(path)) + b"\0")
-        elif stat.S_ISREG(info.st_mode):
-            mode = b"755" if info.st_mode & 0o111 else b"644"
-            content = _file_sha256(path).encode()
-            digest.update(b"F\0" + name + b"\0" + mode + b"\0" + content + b"\0")
+        elif stat.S_ISLNK(mode):
+            digest.update(b"L\0" + name + b"\0" + os.fsencode(_link(entry)) + b"\0")
         else:
-            raise StoreError(f"{rel!r} is neither a file, a directory nor a symlink")
+            content = hashlib.sha256()
+            for chunk in _file_chunks(real_root, entry):
+                content.update(chunk)
+            bits = b"755" if mode & 0o111 else b"644"
+            digest.update(
+                b"F\0" + name + b"\0" + bits + b"\0" + content.hexdigest().encode() + b"\0"
+            )
     return f"sha256:{digest.hexdigest()}"
 
 
@@ -100,8 +161,10 @@ class StoredBundle:
 class BundleStore:
     """A directory of content-addressed bundle trees with atomic publish and mark-and-sweep GC."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, limits: UnpackLimits | None = None) -> None:
         self.root = root
+        self.limits = limits or UnpackLimits()
+        """What a stored tree may hold (the unpacker's limits): more is refused, not served."""
         self._objects = root / "objects"
         self._staging = root / "staging"
         self._objects.mkdir(parents=True, exist_ok=True)
@@ -130,7 +193,7 @@ class BundleStore:
 
     def publish(self, tree: Path) -> StoredBundle:
         """Move ``tree`` (a staging directory) into the store under its digest and return it."""
-        key = tree_digest(tree)
+        key = tree_digest(tree, self.limits)
         final = self._objects / self._dirname(key)
         with self._lock:
             try:
@@ -208,9 +271,14 @@ class BundleStore:
         return True
 
     def tar_gz(self, key: str) -> Iterator[bytes]:
-        """Stream a stored bundle as a deterministic tar.gz (sorted, zero times and owners)."""
+        """Stream a stored bundle as a deterministic tar.gz (sorted, zero times and owners).
+
+        The whole tree is listed and checked first, so a tree the store does not serve (see
+        :func:`_entries`) raises :class:`StoreError` here, before the first byte; a file that
+        changes while it is streamed raises it from the iterator.
+        """
         root = self.get(key).path
-        return _tar_gz_stream(root)
+        return _tar_gz_stream(safefiles.real_path(root), _entries(root, self.limits))
 
 
 def _remove_quietly(path: Path) -> None:
@@ -233,7 +301,7 @@ def _header(name: str, kind: bytes, size: int = 0, mode: int = 0o644, link: str 
     return info.tobuf(format=tarfile.PAX_FORMAT, encoding="utf-8", errors="surrogateescape")
 
 
-def _tar_gz_stream(root: Path) -> Iterator[bytes]:
+def _tar_gz_stream(real_root: str, entries: list[TreeEntry]) -> Iterator[bytes]:
     """Write tar records by hand so large files stream in chunks instead of buffering."""
     # Level 1: serving competes with reconciling for the daemon's CPU; YAML still shrinks ~5x.
     compressor = zlib.compressobj(1, zlib.DEFLATED, 31)  # 31: gzip framing, mtime 0
@@ -251,23 +319,19 @@ def _tar_gz_stream(root: Path) -> Iterator[bytes]:
             pending.clear()
             size = 0
 
-    for rel, path, info in _walk(root):
-        if stat.S_ISDIR(info.st_mode):
+    for entry in entries:
+        rel, mode = entry.rel, entry.info.st_mode
+        if stat.S_ISDIR(mode):
             yield from emit(_header(rel + "/", tarfile.DIRTYPE, mode=0o755))
-        elif stat.S_ISLNK(info.st_mode):
-            yield from emit(_header(rel, tarfile.SYMTYPE, link=os.readlink(path)))
+        elif stat.S_ISLNK(mode):
+            yield from emit(_header(rel, tarfile.SYMTYPE, link=_link(entry)))
         else:
-            mode = 0o755 if info.st_mode & 0o111 else 0o644
-            yield from emit(_header(rel, tarfile.REGTYPE, size=info.st_size, mode=mode))
-            written = 0
-            with open(path, "rb") as source:
-                while chunk := source.read(_CHUNK):
-                    written += len(chunk)
-                    yield from emit(chunk)
-            if written != info.st_size:
-                raise StoreError(f"{rel!r} changed size while being served")
-            if written % 512:
-                yield from emit(b"\0" * (512 - written % 512))
+            bits = 0o755 if mode & 0o111 else 0o644
+            yield from emit(_header(rel, tarfile.REGTYPE, size=entry.info.st_size, mode=bits))
+            for chunk in _file_chunks(real_root, entry):
+                yield from emit(chunk)
+            if entry.info.st_size % 512:
+                yield from emit(b"\0" * (512 - entry.info.st_size % 512))
     yield from emit(b"\0" * 1024)
     pending.append(compressor.flush())
     yield b"".join(pending)

@@ -1,13 +1,14 @@
 """The plain+v0 bundle format: a flat ``manifests/`` directory of YAML or JSON objects.
 
 As in rukpak, ``manifests/`` must exist, hold no subdirectories and yield at least one object;
-every object needs ``apiVersion``, ``kind`` and ``metadata.name``. Registered as ``plain+v0`` in
+every object needs ``apiVersion``, ``kind`` and ``metadata.name``. Every file is read through
+:func:`~provisioners.formats.manifests.load_documents` (the guarded reader: a FIFO, a device, a link
+out of the bundle is refused in one line, never opened). Registered as ``plain+v0`` in
 :mod:`provisioners.formats`; the appliers call :meth:`PlainV0.convert`.
 """
 
 from __future__ import annotations
 
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,7 @@ from provisioners.formats.base import (
     MissingManifestsError,
     NestedManifestsError,
 )
-from provisioners.formats.manifests import ManifestLimits, load_documents
+from provisioners.formats.manifests import ManifestLimits, directory_entries, load_documents
 
 MANIFESTS_DIR = "manifests"
 
@@ -67,20 +68,16 @@ class PlainV0:
             )
         objects: list[dict[str, Any]] = []
         files: list[str] = []
-        for entry in sorted(manifests.iterdir(), key=lambda p: p.name):
-            mode = entry.lstat().st_mode
-            if stat.S_ISDIR(mode):
+        for entry, is_dir in directory_entries(root, MANIFESTS_DIR):
+            if is_dir:
                 raise NestedManifestsError(
                     f"subdirectories are not allowed in {MANIFESTS_DIR}/ of a plain+v0 bundle: "
                     f"found {MANIFESTS_DIR}/{entry.name}/"
                 )
-            # The unpacker kept links inside the root; a link must name a file.
-            if stat.S_ISLNK(mode) and not entry.resolve().is_file():
-                raise InvalidManifestError(
-                    f"{MANIFESTS_DIR}/{entry.name} is a link to something that is not a file"
-                )
+            # Links, FIFOs, devices: the guarded reader refuses what is not a file in the bundle.
             files.append(entry.name)
-            for index, document in enumerate(load_documents(entry, self.limits), start=1):
+            documents = load_documents(root, entry, self.limits)
+            for index, document in enumerate(documents, start=1):
                 objects.append(_check_object(document, f"{MANIFESTS_DIR}/{entry.name}#{index}"))
         if not objects:
             raise EmptyBundleError(

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from resolver import safedata
-from resolver.catalog.guard import read_text
+from resolver.catalog.guard import read_text, real_path
 from resolver.catalog.model import Origin
 from resolver.channeltest.findings import Finding, finding
 from resolver.channeltest.graph import ChannelGraph
@@ -87,7 +87,7 @@ def load_expectations(path: str) -> list[Expectation]:
     try:
         # Through the catalog file guard: no FIFO, device or huge file.
         text = read_text(
-            os.path.dirname(os.path.realpath(path)),  # a file named by the user: links ok
+            os.path.dirname(real_path(path)),  # a file named by the user: links ok
             path,
             max_bytes=MAX_EXPECTATIONS_BYTES,
             what="expectations file",

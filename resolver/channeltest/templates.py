@@ -28,7 +28,7 @@ from typing import Any
 from resolver import safedata
 from resolver.catalog.decode import CatalogObject, DecodeError, decode_object
 from resolver.catalog.errors import CatalogLoadError, Problem
-from resolver.catalog.guard import RefusedFile, read_text
+from resolver.catalog.guard import RefusedFile, read_text, real_path
 from resolver.catalog.load import assemble
 from resolver.catalog.model import (
     PROP_PACKAGE,
@@ -99,7 +99,11 @@ def _yaml_files(root: str) -> list[str]:
 def find_templates(root: str) -> list[str]:
     """Every YAML/JSON file under ``root`` (or ``root`` itself) holding a template, sorted."""
     paths = [root] if os.path.isfile(root) else []
-    base = os.path.dirname(os.path.realpath(root)) if paths else root
+    try:
+        # real_path, not os.path.realpath: that recurses once per link (a chain of 1,500 links).
+        base = os.path.dirname(real_path(root)) if paths else root
+    except OSError:  # more than 40 links
+        return []
     paths.extend(_yaml_files(root))
     out = []
     for path in paths:
@@ -157,9 +161,11 @@ def expand_file(
     rel = relpath or path
     try:
         # Found inside a directory by find_templates, or named by the user: links are fine here.
-        text = read_text(os.path.dirname(os.path.realpath(path)), path, what="template")
+        text = read_text(os.path.dirname(real_path(path)), path, what="template")
     except RefusedFile as err:
         raise CatalogLoadError([Problem(f"{rel}: {err}", io=err.io)]) from None
+    except OSError as err:  # real_path: more than 40 links
+        raise CatalogLoadError([Problem(f"{rel}: {err.strerror}", io=True)]) from None
     try:
         docs = safedata.load_yaml_all(text, go_yaml=True)
     except safedata.SafeDataError as err:

@@ -126,7 +126,7 @@ def test_file_and_document_limits(tmp_path: Path) -> None:
     root = _bundle(tmp_path, {"manifests/a.yaml": "---\n".join([doc] * 5)})
     with pytest.raises(InvalidManifestError, match="more than 3 documents"):
         PlainV0(ManifestLimits(max_documents=3)).convert(root)
-    with pytest.raises(InvalidManifestError, match="exceeds the manifest file limit"):
+    with pytest.raises(InvalidManifestError, match="over the 100-byte limit for one manifest file"):
         PlainV0(ManifestLimits(max_file_bytes=100)).convert(root)
 
 

@@ -3,19 +3,22 @@ and the flat ``manifests/`` directory with exactly one ClusterServiceVersion.
 
 :func:`read_bundle` returns a :class:`RegistryBundle`; nothing is converted here. The media type
 annotation must say ``registry+v1`` and the package and channel annotations must be present.
+Every file is read through :func:`~provisioners.formats.manifests.load_documents`, the guarded
+reader with the bundle as its root: a FIFO, a device, a link out of the bundle (``metadata/``
+itself included) or a file over the limit is refused in one line, never opened.
 Called by :mod:`~provisioners.formats.registry_v1.convert`.
 """
 
 from __future__ import annotations
 
-import stat
+import os
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any, NoReturn
 
 from provisioners.formats.base import MissingManifestsError, NestedManifestsError
-from provisioners.formats.manifests import ManifestLimits, load_documents
+from provisioners.formats.manifests import ManifestLimits, directory_entries, load_documents
 from provisioners.formats.registry_v1 import fields
 from provisioners.formats.registry_v1.clusterserviceversion import (
     CSV_KIND,
@@ -163,14 +166,14 @@ def _annotations(root: Path, limits: ManifestLimits) -> dict[str, str]:
         raise InvalidBundleError(ANNOTATIONS_FILE, path, problem)
 
     path = root / ANNOTATIONS_FILE
-    if path.is_symlink() or not path.is_file():
+    if not os.path.lexists(path):
         raise InvalidBundleError(
             ANNOTATIONS_FILE,
             "",
             "missing; a registry+v1 bundle declares its media type, package "
             "and channels there (is this a plain+v0 bundle?)",
         )
-    documents = load_documents(path, limits)
+    documents = load_documents(root, path, limits)
     if len(documents) != 1:
         fail("", f"must hold exactly one YAML document, found {len(documents)}")
     document = fields.mapping(documents[0], "", fail, required=True)
@@ -216,17 +219,15 @@ def _manifests(
     if path.is_symlink() or not path.is_dir():
         raise MissingManifestsError(f"the bundle has no {directory}/ directory")
     result: list[Manifest] = []
-    for entry in sorted(path.iterdir(), key=lambda p: p.name):
-        mode = entry.lstat().st_mode
-        if stat.S_ISDIR(mode):
+    for entry, is_dir in directory_entries(root, directory):
+        if is_dir:
             raise NestedManifestsError(
                 f"subdirectories are not allowed in {directory}/ of a registry+v1 bundle: "
                 f"found {directory}/{entry.name}/"
             )
-        if stat.S_ISLNK(mode) and not entry.resolve().is_file():
-            raise InvalidBundleError(f"{directory}/{entry.name}", "", "is a link to a non-file")
+        # Links, FIFOs, devices: the guarded reader refuses what is not a file in the bundle.
         files.append(f"{directory}/{entry.name}")
-        for index, document in enumerate(load_documents(entry, limits), start=1):
+        for index, document in enumerate(load_documents(root, entry, limits), start=1):
             source = f"{directory}/{entry.name}#{index}"
             obj = _check_object(as_json(document), source, warnings)
             result.append(Manifest(source=source, object=obj))
@@ -270,11 +271,9 @@ def _typed_entries(root: Path, name: str, key: str, limits: ManifestLimits) -> l
         raise InvalidBundleError(name, path, problem)
 
     path = root / name
-    if not path.exists() and not path.is_symlink():
+    if not os.path.lexists(path):
         return []
-    if path.is_symlink() or not path.is_file():
-        fail("", "must be a regular file")
-    documents = load_documents(path, limits)
+    documents = load_documents(root, path, limits)
     if not documents:
         return []
     if len(documents) != 1:
