@@ -21,7 +21,7 @@ from pivoter.controllers.bundle import BUNDLES, BundleReconciler
 from pivoter.httpserving import BackgroundHTTPServer, ConnectionLimits
 from pivoter.kube import Kube, KubeError, NotFound, Resource
 from pivoter.kube.access import Subject, subject_access_review
-from provisioners.store import StoreError
+from provisioners.store import BundleNotStoredError, StoreError
 
 __all__ = ["Authorizer", "ContentServer", "KubeAuthorizer"]
 
@@ -171,16 +171,27 @@ def _handler(server: ContentServer) -> type[BaseHTTPRequestHandler]:
                 return
             try:
                 chunks = server.bundles.store.tar_gz(digest)
-            except StoreError as exc:
+            except BundleNotStoredError as exc:
                 self._fail(HTTPStatus.NOT_FOUND, str(exc))
+                return
+            except StoreError as exc:  # a stored tree the store refuses to serve
+                log.error("content: cannot serve bundle %s: %s", name, exc)
+                self._fail(HTTPStatus.INTERNAL_SERVER_ERROR, f"cannot serve bundle {name}: {exc}")
                 return
             self.send_response(HTTPStatus.OK)
             self.send_header("Content-Type", "application/gzip")
             self.send_header("Transfer-Encoding", "chunked")
             self.send_header("ETag", f'"{digest}"')
             self.end_headers()
-            for chunk in chunks:
-                self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+            try:
+                for chunk in chunks:
+                    self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+            except StoreError as exc:
+                # The headers are gone: ending without the last chunk tells the client the
+                # body is incomplete, and the connection cannot carry another response.
+                log.error("content: bundle %s changed while it was served: %s", name, exc)
+                self.close_connection = True
+                return
             self.wfile.write(b"0\r\n\r\n")
 
     return Handler
