@@ -6,14 +6,16 @@ Nothing outside the root is ever written or followed: paths with ``..`` or a lea
 refused, links must stay inside the root, device files and FIFOs are refused, parents are never
 followed through symlinks, and limits on total size, entry count, compression ratio and the
 decompressed stream stop archive bombs (including a 10 GB sparse file) before they are written.
-Headers are parsed by :mod:`provisioners.tarheaders` (linear time and bounded, whatever the Python
+gzip and zstd are read by :class:`resolver.decompress.BoundedDecompressor`, which bounds the input
+side (compressed bytes that decompress to nothing, gzip members, zstd windows) and checks the
+unpack's deadline while it decompresses; every read of the tar stream checks it too. Headers are
+parsed by :mod:`provisioners.tarheaders` (linear time and bounded, whatever the Python
 version: CVE-2024-6232), and limits on directory depth, name and path length keep every later
 tree walk (store digest, garbage collection, formats) within what the system and Python handle.
 """
 
 from __future__ import annotations
 
-import gzip
 import os
 import stat
 import tarfile
@@ -22,11 +24,17 @@ from enum import Enum
 from pathlib import Path
 from typing import IO, Protocol
 
-import zstandard
-
 from provisioners.errors import ProvisionerError
 from provisioners.fstree import remove_tree
 from provisioners.tarheaders import TarHeaderError, open_tar_stream
+from resolver.decompress import (
+    BoundedDecompressor,
+    CorruptStreamError,
+    DecompressDeadlineError,
+    DecompressError,
+    DecompressLimits,
+)
+from resolver.net import Budget
 
 _CHUNK = 1 << 20
 _WHITEOUT_PREFIX = ".wh."
@@ -81,6 +89,16 @@ class DepthLimitError(LimitExceededError):
     """An entry is nested more directories deep than allowed."""
 
 
+class CompressedStreamLimitError(LimitExceededError):
+    """The compressed stream costs more than its content: input that decompresses to nothing
+    (endless headers, empty members, padding, skipped frames), too many gzip members, or a zstd
+    window larger than allowed."""
+
+
+class TimeLimitError(LimitExceededError):
+    """The unpack (decompression included) took longer than its deadline."""
+
+
 class CorruptArchiveError(UnpackError):
     """The stream is not a readable tar archive (or not in the announced compression)."""
 
@@ -115,6 +133,14 @@ class UnpackLimits:
     the system's 4095 bytes after the store moves the tree into place."""
     max_depth: int = 128
     """Most directories an entry may be nested in (real bundles: under 10; 1000 breaks walkers)."""
+    max_seconds: float = 600.0
+    """Longest one unpack (all layers, decompression included) may take when the caller passes
+    no deadline of its own (sources pass their fetch's)."""
+    max_gzip_members: int = 250_000
+    """gzip members per stream (legal and used: BGZF writes one per 64 KiB, eStargz one or two per
+    file); an endless run of empty members is refused long before by the input-overhead bound."""
+    max_window_bytes: int = 1 << 27
+    """Largest zstd window a stream may ask for (128 MiB, what ``zstd`` decodes by default)."""
 
 
 @dataclass
@@ -134,36 +160,41 @@ class _Readable(Protocol):
     def read(self, size: int = -1, /) -> bytes: ...
 
 
-class _CountingReader:
-    """Counts the compressed bytes read so the ratio guard can compare."""
-
-    def __init__(self, inner: _Readable) -> None:
-        self._inner = inner
-        self.count = 0
-
-    def read(self, size: int = -1, /) -> bytes:
-        data = self._inner.read(size)
-        self.count += len(data)
-        return data
-
-
 class _GuardedReader:
-    """Enforces the compression ratio and the decompressed-stream cap while tarfile reads."""
+    """Enforces the deadline, the compression ratio and the decompressed-stream cap while tarfile
+    reads; turns the decompressor's refusals into unpack errors."""
 
     def __init__(
-        self, inner: _Readable, compressed: _CountingReader | None, limits: UnpackLimits, cap: int
+        self,
+        inner: _Readable,
+        compressed: BoundedDecompressor | None,
+        limits: UnpackLimits,
+        cap: int,
+        deadline: Budget,
     ) -> None:
         self._inner = inner
         self._compressed = compressed
         self._limits = limits
         self._cap = cap
+        self._deadline = deadline
         self.count = 0
 
     def read(self, size: int = -1, /) -> bytes:
+        if self._deadline.remaining() <= 0:
+            raise TimeLimitError(
+                f"unpacking passed its {self._deadline.deadline:g}s deadline after "
+                f"{self.count} bytes of the tar stream"
+            )
         try:
             data = self._inner.read(size)
-        except (OSError, EOFError, zstandard.ZstdError) as exc:
-            raise CorruptArchiveError(f"cannot decompress the archive: {exc}") from exc
+        except DecompressDeadlineError as exc:
+            raise TimeLimitError(str(exc)) from None
+        except CorruptStreamError as exc:
+            raise CorruptArchiveError(f"cannot decompress the archive: {exc}") from None
+        except DecompressError as exc:
+            raise CompressedStreamLimitError(f"{exc}; this is not bundle content") from None
+        except (OSError, EOFError) as exc:
+            raise CorruptArchiveError(f"cannot read the archive: {exc}") from exc
         self.count += len(data)
         if self.count > self._cap:
             raise SizeLimitError(
@@ -171,7 +202,7 @@ class _GuardedReader:
                 f"limit allows (max_total_bytes={self._limits.max_total_bytes})"
             )
         if self._compressed is not None and self.count > self._limits.ratio_grace_bytes:
-            ratio = self.count / max(self._compressed.count, 1)
+            ratio = self.count / max(self._compressed.consumed, 1)
             if ratio > self._limits.max_compression_ratio:
                 raise CompressionRatioError(
                     f"the archive expands {ratio:.0f}:1 (limit "
@@ -348,12 +379,18 @@ class Unpacker:
     stats: UnpackStats = field(default_factory=UnpackStats)
     _symlinks: list[tuple[str, ...]] = field(default_factory=list)
     _layer_paths: set[tuple[str, ...]] = field(default_factory=set)
+    deadline: Budget | None = None
+    """When the whole unpack must end (e.g. the fetch's budget, shared with the downloads); by
+    default ``limits.max_seconds`` from now."""
     _root_bytes: int = field(default=0, init=False)
 
     def __post_init__(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
         self.root = self.root.resolve()
         self._root_bytes = len(os.fsencode(self.root))
+        if self.deadline is None:
+            seconds = self.limits.max_seconds
+            self.deadline = Budget(seconds, stall=seconds, peer="the archive")
 
     def apply(
         self,
@@ -364,32 +401,29 @@ class Unpacker:
     ) -> None:
         """Extract one tar stream; ``whiteouts`` applies OCI ``.wh.`` files and opaque dirs."""
         self._layer_paths = set()
-        counted = _CountingReader(stream)
+        source: _Readable = stream
         if compression is Compression.AUTO:
-            peek = _PeekReader(counted)
+            peek = _PeekReader(stream)
             compression = _detect(peek.peek(4))
-            source: _Readable = peek
-        else:
-            source = counted
-        decompressed: _Readable
-        if compression is Compression.GZIP:
-            decompressed = gzip.GzipFile(fileobj=source, mode="rb")  # type: ignore[call-overload]
-        elif compression is Compression.ZSTD:
-            decompressed = zstandard.ZstdDecompressor().stream_reader(
-                source,  # type: ignore[arg-type]
-                read_across_frames=True,
-            )
-        else:
-            decompressed = source
+            source = peek
         limits = self.limits
+        assert self.deadline is not None  # set by __post_init__
+        decompressor = None
+        if compression in (Compression.GZIP, Compression.ZSTD):
+            decompressor = BoundedDecompressor(
+                source,
+                "gzip" if compression is Compression.GZIP else "zstd",
+                DecompressLimits(
+                    max_members=limits.max_gzip_members, max_window_bytes=limits.max_window_bytes
+                ),
+                deadline=self.deadline,
+            )
         cap = (
             limits.max_total_bytes
             + limits.max_entries * _STREAM_OVERHEAD_PER_ENTRY
             + _STREAM_OVERHEAD_FIXED
         )
-        guarded = _GuardedReader(
-            decompressed, counted if compression is not Compression.NONE else None, limits, cap
-        )
+        guarded = _GuardedReader(decompressor or source, decompressor, limits, cap, self.deadline)
         try:
             archive = open_tar_stream(guarded)
         except TarHeaderError as exc:

@@ -256,7 +256,7 @@ class GitSource:
                     f"directory {spec.directory!r} does not exist in commit {commit} of "
                     f"{_redact(spec.repository)}"
                 )
-            self._archive(repo, treeish, dest, env, options)
+            self._archive(repo, treeish, dest, env, options=options, budget=budget)
         ref = spec.ref
         resolved = {"repository": _redact(spec.repository), "ref": {"commit": commit}}
         if spec.directory:
@@ -414,7 +414,14 @@ class GitSource:
             (repo / "FETCH_HEAD").write_text(f"{spec.ref.commit}\n")
 
     def _archive(
-        self, repo: Path, treeish: str, dest: Path, env: dict[str, str], options: FetchOptions
+        self,
+        repo: Path,
+        treeish: str,
+        dest: Path,
+        env: dict[str, str],
+        *,
+        options: FetchOptions,
+        budget: Budget,
     ) -> None:
         process = subprocess.Popen(
             [self._git, "-C", str(repo), "archive", "--format=tar", treeish],
@@ -426,7 +433,7 @@ class GitSource:
         assert process.stdout is not None
         assert process.stderr is not None
         try:
-            unpacker = Unpacker(dest, options.limits)
+            unpacker = Unpacker(dest, options.limits, deadline=budget)
             unpacker.apply(process.stdout, Compression.NONE)
             unpacker.finish()
             while process.stdout.read(1 << 16):

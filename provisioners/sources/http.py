@@ -122,7 +122,7 @@ class HttpSource:
             if status != 200:
                 raise SourceError(f"{spec.url} answered HTTP {status}; expected 200 with a tar.gz")
             body = _HashingReader(response, options.limits.max_total_bytes)
-            unpacker = Unpacker(dest, options.limits)
+            unpacker = Unpacker(dest, options.limits, deadline=client.budget)
             unpacker.apply(body)
             # Drain the tar's trailing padding so the digest covers every byte sent.
             while body.read(1 << 16):

@@ -2,7 +2,8 @@
 
 Resolves a tag or digest to a manifest (choosing ``linux/amd64`` or the only entry of an index),
 downloads every layer to a temporary file while verifying its digest, and only then applies it
-(gzip, zstd or plain tar, with OCI whiteouts) through :class:`provisioners.unpack.Unpacker`.
+(gzip, zstd or plain tar, with OCI whiteouts) through :class:`provisioners.unpack.Unpacker`, within
+the fetch's one deadline (``deadline_seconds``: downloads and decompression share it).
 Records ``registry/repository@digest`` as the resolved source and warns when the spec used a
 tag. Called through :func:`provisioners.sources.fetch`.
 """
@@ -139,7 +140,8 @@ class ImageSource:
                 f"image {reference} has {declared} bytes of layers, more than max_total_bytes="
                 f"{options.limits.max_total_bytes}"
             )
-        unpacker = Unpacker(dest, options.limits)
+        # One deadline for the whole fetch: downloads and unpacking (decompression included).
+        unpacker = Unpacker(dest, options.limits, deadline=http.budget)
         with tempfile.TemporaryDirectory(prefix=".layers-", dir=dest.parent) as scratch:
             for index, (digest, size, media_type) in enumerate(layers):
                 compression = _LAYER_COMPRESSION.get(media_type)

@@ -19,7 +19,6 @@ import hashlib
 import http.client
 import ssl
 import urllib.parse
-import zlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -30,6 +29,7 @@ from resolver.catalog.model import JSON, Catalog, Origin
 from resolver.catalog.parse import LIMITS as CATALOG_LIMITS
 from resolver.catalog.sources.base import SourceError
 from resolver.catalog.sources.stale import STALE_HEADER
+from resolver.decompress import BoundedDecompressor, DecompressError, TruncatedStreamError
 from resolver.net import (
     Budget,
     InsecureCredentials,
@@ -53,6 +53,28 @@ DEFAULT_MAX_LINE_BYTES = 256 * 1024**2
 """Largest single object accepted (bundles with inline manifests reach a few MiB)."""
 
 _CHUNK = 1 << 16
+
+
+class _Body:
+    """The raw response body, read as the decompressor (or the line splitter) asks: network
+    failures become :class:`SourceError`, and every byte counts in ``fetched_bytes``."""
+
+    def __init__(
+        self, source: CatalogdSource, response: http.client.HTTPResponse, url: str
+    ) -> None:
+        self._source = source
+        self._response = response
+        self._url = url
+
+    def read(self, size: int = -1, /) -> bytes:
+        try:
+            raw = self._response.read1(size if size > 0 else _CHUNK)
+        except NetError as err:
+            raise SourceError(self._url, str(err)) from None
+        except (OSError, http.client.HTTPException) as err:
+            raise SourceError(self._url, f"connection dropped mid-stream: {err!r}") from None
+        self._source.fetched_bytes += len(raw)
+        return raw
 
 
 class CatalogdSource:
@@ -181,29 +203,22 @@ class CatalogdSource:
         encoding = (response.getheader("Content-Encoding") or "identity").lower()
         if encoding not in ("gzip", "identity"):
             raise SourceError(url, f"unsupported Content-Encoding {encoding!r}")
-        inflate = zlib.decompressobj(wbits=31) if encoding == "gzip" else None
+        body = _Body(self, response, url)
+        reader = BoundedDecompressor(body, "gzip") if encoding == "gzip" else body
         total = 0
         splitter = LineSplitter(self.max_line_bytes)
         hasher = hashlib.sha256()
         while True:
             try:
-                raw = response.read1(_CHUNK)
-            except NetError as err:
-                raise SourceError(url, str(err)) from None
-            except (OSError, http.client.HTTPException) as err:
-                raise SourceError(url, f"connection dropped mid-stream: {err!r}") from None
-            if not raw:
+                data = reader.read(_CHUNK)
+            except TruncatedStreamError:
+                raise SourceError(
+                    url, "connection dropped mid-stream (gzip stream is incomplete)"
+                ) from None
+            except DecompressError as err:
+                raise SourceError(url, f"bad gzip stream: {err}") from None
+            if not data:
                 break
-            self.fetched_bytes += len(raw)
-            if inflate is not None:
-                try:
-                    data = inflate.decompress(raw, self.max_bytes - total + 1)
-                except zlib.error as err:
-                    raise SourceError(url, f"corrupt gzip stream: {err}") from None
-                if inflate.unconsumed_tail:
-                    raise SourceError(url, f"catalog is larger than {self.max_bytes} bytes")
-            else:
-                data = raw
             total += len(data)
             if total > self.max_bytes:
                 raise SourceError(url, f"catalog is larger than {self.max_bytes} bytes")
@@ -215,8 +230,6 @@ class CatalogdSource:
                     url, f"an object is larger than {self.max_line_bytes} bytes"
                 ) from None
             yield from complete
-        if inflate is not None and not inflate.eof:
-            raise SourceError(url, "connection dropped mid-stream (gzip stream is incomplete)")
         if splitter.finish().strip():
             raise SourceError(url, "connection dropped mid-stream (last line is incomplete)")
         self._body_digest = hasher.hexdigest()
