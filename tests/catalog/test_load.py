@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import pickle
 from pathlib import Path
 
 import pytest
@@ -140,10 +139,10 @@ def test_corrupt_cache_is_ignored(tmp_path: Path) -> None:
     root, cache = DATA / "catalogd-testdata", tmp_path / "cache"
     first = load_directory(root, cache_dir=str(cache))
     (cache_file,) = cache.iterdir()
-    cache_file.write_bytes(b"not a pickle")
+    cache_file.write_bytes(b"not a cache")
     assert load_directory(root, cache_dir=str(cache)) == first
-    data = pickle.loads(cache_file.read_bytes())
-    assert data[0] == parsed_cache._FORMAT
+    assert cache_file.read_bytes().startswith(parsed_cache._MAGIC)  # rebuilt
+    assert parsed_cache.read(str(cache), str(root)).files
 
 
 def test_default_cache_dir_follows_pivoter_cache(monkeypatch: pytest.MonkeyPatch) -> None:

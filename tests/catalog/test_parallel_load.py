@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import pickle
 import shutil
 from pathlib import Path
 
@@ -127,8 +126,8 @@ def test_the_cache_written_from_the_workers_serves_a_warm_load(tmp_path: Path) -
     cache = tmp_path / "cache"
     cold = load_directory(root, cache_dir=str(cache), **PARALLEL)  # type: ignore[arg-type]
     (cache_file,) = cache.iterdir()
-    fmt, _, files = pickle.loads(cache_file.read_bytes())
-    assert fmt == parsed_cache._FORMAT
+    assert cache_file.read_bytes().startswith(parsed_cache._MAGIC)
+    files = parsed_cache.read(str(cache), str(root)).files
     assert len(files) == 40
     assert all(isinstance(blob, bytes) for _, blob in files.values())
     warm = load_directory(root, cache_dir=str(cache), workers=1)
@@ -137,7 +136,7 @@ def test_the_cache_written_from_the_workers_serves_a_warm_load(tmp_path: Path) -
     changed = root / "pkg-005" / "catalog.yaml"
     changed.write_text(changed.read_text().replace('"defaultChannel": "stable"', '"x": 1'))
     again = load_directory(root, cache_dir=str(cache), **PARALLEL)  # type: ignore[arg-type]
-    _, _, rewritten = pickle.loads(cache_file.read_bytes())
+    rewritten = parsed_cache.read(str(cache), str(root)).files
     assert {k: v for k, v in rewritten.items() if k != "pkg-005/catalog.yaml"} == {
         k: v for k, v in files.items() if k != "pkg-005/catalog.yaml"
     }
@@ -167,7 +166,7 @@ def test_workers_and_this_process_share_the_files(tmp_path: Path) -> None:
     pids = {f.objects[0].name for f in loaded}  # type: ignore[union-attr]
     assert str(os.getpid()) in pids
     assert len(pids) == 2
-    for f in loaded:  # what a worker loaded comes pickled (as the cache keeps it)
+    for f in loaded:  # what a worker loaded comes encoded (as the cache keeps it)
         here = f.objects[0].name == str(os.getpid())  # type: ignore[union-attr]
         assert f.blob == (None if here else parsed_cache.pack_entry(f.objects, f.lines))
 

@@ -462,7 +462,7 @@ def test_fork_server_takes_the_environment_directory_and_stdin_as_a_process_does
     assert len(set(outcomes)) == len(outcomes)  # each setting made a difference
     assert str(paths.root / "no-default-kubeconfig") in outcomes[0][2]
     assert str(paths.root / "elsewhere" / ".kube" / "config") in outcomes[1][2]
-    assert list((other_cache / "catalogs").glob("*.pickle"))
+    assert list((other_cache / "catalogs").glob("*.cache"))
     assert outcomes[3][0] == ExitCode.OK
 
 
