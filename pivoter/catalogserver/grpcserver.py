@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from concurrent import futures
 from typing import Any
 
 import grpc
@@ -19,6 +18,7 @@ from google.protobuf import struct_pb2
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from pivoter.catalogserver import grpclog, reflection
+from pivoter.catalogserver.grpcguard import CallGuard, GrpcLimits, ThreadPool, server_options
 from pivoter.catalogserver.registry import RegistryError, RegistryView
 from pivoter.catalogserver.stale import StaleMarker, StaleReason
 from resolver.catalog.model import GVK
@@ -244,21 +244,31 @@ def build_server(
     view: ViewGetter,
     *,
     address: str,
-    max_workers: int = 8,
+    max_watches: int = 4,
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     stale: StaleReason | None = None,
+    limits: GrpcLimits | None = None,
 ) -> tuple[grpc.Server, int]:
     """Return a started-ready (not yet started) server bound to ``address`` and its port.
 
     ``stale`` says why the catalog served is stale (None: current); registry answers then carry
-    it in their metadata (:mod:`pivoter.catalogserver.stale`).
+    it in their metadata (:mod:`pivoter.catalogserver.stale`). A request message may have at
+    most ``max_message_bytes`` and ``limits.max_request_bytes``. Every call is guarded by
+    ``limits`` (:mod:`pivoter.catalogserver.grpcguard`: per-connection streams, timeouts on
+    everything a client owes, calls per peer); at most ``max_watches`` health Watch streams are
+    open at once.
     """
+    limits = limits or GrpcLimits()
     server = grpc.server(
-        futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="grpc"),
+        ThreadPool(max_workers=limits.threads, thread_name_prefix="grpc"),
+        interceptors=[CallGuard(limits)],
         options=[
-            ("grpc.max_receive_message_length", max_message_bytes),
+            # Requests are names and GVKs: no client needs more than limits.max_request_bytes,
+            # and each call could make the server hold that much.
+            ("grpc.max_receive_message_length", min(max_message_bytes, limits.max_request_bytes)),
             ("grpc.max_send_message_length", -1),
             ("grpc.so_reuseport", 0),
+            *server_options(limits),
         ],
     )
     marker = StaleMarker(stale) if stale is not None else None
@@ -268,9 +278,7 @@ def build_server(
             _generic_handler("ExperimentalRegistry", ExperimentalRegistryServicer(view), marker),
         )
     )
-    health_pb2_grpc.add_HealthServicer_to_server(
-        _AlwaysServing(max_watches=max(1, max_workers // 2)), server
-    )
+    health_pb2_grpc.add_HealthServicer_to_server(_AlwaysServing(max_watches=max_watches), server)
     reflection.enable(server, SERVICE_NAMES)
     grpclog.install()  # a malformed request is one log line, not a traceback
     try:

@@ -28,7 +28,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
 from pivoter.catalogserver import ui
 from pivoter.catalogserver.reload import Snapshot
-from pivoter.httpserving import HardenedHTTPServer
+from pivoter.httpserving import ConnectionLimits, HardenedHTTPServer
 from resolver.catalog.sources.stale import STALE_HEADER, encode_reason
 
 GZIP_MIN_BYTES = 1400
@@ -55,10 +55,10 @@ def dns1123_subdomain_errors(name: str) -> list[str]:
     return errors
 
 
-class CatalogHTTPServer(HardenedHTTPServer):  # idle clients time out, connections are capped
-    """A threading HTTP server that knows the catalog name and how to get the current snapshot."""
-
-    daemon_threads = True
+class CatalogHTTPServer(HardenedHTTPServer):
+    """A :class:`~pivoter.httpserving.HardenedHTTPServer` (no client can take it: budgets per
+    connection, caps per peer, ``limits``) that knows the catalog name and how to get the
+    current snapshot."""
 
     def __init__(
         self,
@@ -69,8 +69,9 @@ class CatalogHTTPServer(HardenedHTTPServer):  # idle clients time out, connectio
         metrics: CollectorRegistry | None = None,
         stale: Callable[[], str | None] | None = None,
         catalogs: Callable[[str], Snapshot | None] | None = None,
+        limits: ConnectionLimits | None = None,
     ) -> None:
-        super().__init__(address, _Handler)
+        super().__init__(address, _Handler, limits=limits, name="catalog-http")
         self.catalog_name = name
         self.snapshot = snapshot
         self.metrics = metrics

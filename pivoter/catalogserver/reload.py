@@ -247,6 +247,7 @@ class Reloader:
         release_free_memory()
         self._record_success(self.current)
         self._stop = threading.Event()
+        self._no_thread = False
         self._thread: threading.Thread | None = None
 
     def _record_success(self, snapshot: Snapshot) -> None:
@@ -365,7 +366,16 @@ class Reloader:
 
         worker = threading.Thread(target=work, name="catalog-reload-attempt", daemon=True)
         started = time.monotonic()
-        worker.start()
+        try:
+            worker.start()
+        except RuntimeError as exc:
+            # No address space for another thread's stack (many clients at once, a tight
+            # limit): one line, once, and the next poll tries again.
+            if not self._no_thread:
+                log.error("catalog %s: cannot start a reload now (%s); retrying", self.name, exc)
+            self._no_thread = True
+            return
+        self._no_thread = False
         reported = False
         # Never two reloads at once: wait for this one, in slices, so that stop() is never kept
         # waiting, and report it once when it runs past reload_timeout.

@@ -12,6 +12,7 @@ servers advertise a stale catalog (:meth:`.reload.Reloader.stale_reason`) to the
 from __future__ import annotations
 
 import logging
+import math
 import os
 import signal
 import sys
@@ -20,9 +21,11 @@ import time
 from dataclasses import dataclass
 from types import FrameType
 
+from pivoter.catalogserver.grpcguard import GrpcLimits
 from pivoter.catalogserver.grpcserver import DEFAULT_MAX_MESSAGE_BYTES, build_server
 from pivoter.catalogserver.httpserver import CatalogHTTPServer
 from pivoter.catalogserver.reload import Reloader
+from pivoter.httpserving import ConnectionLimits
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +47,10 @@ class ServeOptions:
     http_port: int | None = 8080
     poll_interval: float = 2.0
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    grpc_limits: GrpcLimits | None = None
+    """Budgets of gRPC clients (:mod:`pivoter.catalogserver.grpcguard`; None: the defaults)."""
+    http_limits: ConnectionLimits | None = None
+    """Budgets of HTTP clients (:mod:`pivoter.httpserving`; None: the defaults)."""
 
 
 def serve(options: ServeOptions, stop: threading.Event | None = None) -> None:
@@ -67,6 +74,7 @@ def serve(options: ServeOptions, stop: threading.Event | None = None) -> None:
                 else f"{options.host}:{options.grpc_port}",
                 max_message_bytes=options.max_message_bytes,
                 stale=reloader.stale_reason,
+                limits=options.grpc_limits,
             )
             grpc_server.start()
             _announce(f"serving gRPC api.Registry on {options.host}:{port}")
@@ -77,6 +85,7 @@ def serve(options: ServeOptions, stop: threading.Event | None = None) -> None:
                 snapshot=lambda: reloader.current,
                 metrics=reloader.metrics_registry,
                 stale=reloader.stale_reason,
+                limits=options.http_limits,
             )
             http_server.serve_in_thread()
             port = http_server.server_address[1]
@@ -119,7 +128,13 @@ def _exit_after(seconds: float, code: int) -> None:
         sys.stderr.flush()
         os._exit(code)
 
-    threading.Thread(target=_later, name="shutdown-deadline", daemon=True).start()
+    try:
+        threading.Thread(target=_later, name="shutdown-deadline", daemon=True).start()
+    except RuntimeError:
+        # No address space for another thread's stack: let the kernel keep the deadline
+        # (SIGALRM ends the process) instead of a traceback from the signal handler.
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        signal.alarm(max(1, math.ceil(seconds)))
 
 
 def _announce(line: str) -> None:

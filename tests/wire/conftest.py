@@ -6,13 +6,16 @@ import subprocess
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
 
+from pivoter.catalogserver.grpcguard import GrpcLimits
 from pivoter.catalogserver.grpcserver import build_server
 from pivoter.catalogserver.httpserver import CatalogHTTPServer
 from pivoter.catalogserver.reload import Reloader
+from pivoter.httpserving import ConnectionLimits
 from tests.ports import free_port
 from tests.tools import tool
 
@@ -67,16 +70,27 @@ class OpmServer:
 class PivoterServer:
     """Our gRPC and HTTP servers over one directory, in this process."""
 
-    def __init__(self, directory: Path, *, poll_interval: float = 3600.0) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        poll_interval: float = 3600.0,
+        grpc_limits: GrpcLimits | None = None,
+        http_limits: ConnectionLimits | None = None,
+    ) -> None:
         self.reloader = Reloader(str(directory), name=directory.name, poll_interval=poll_interval)
-        self.grpc, port = build_server(self.reloader.view, address="127.0.0.1:0")
+        self.grpc, port = build_server(
+            self.reloader.view, address="127.0.0.1:0", limits=grpc_limits
+        )
         self.grpc.start()
         self.target = f"127.0.0.1:{port}"
+        self.port = port
         self.http = CatalogHTTPServer(
             ("127.0.0.1", 0),
             name=directory.name,
             snapshot=lambda: self.reloader.current,
             metrics=self.reloader.metrics_registry,
+            limits=http_limits,
         )
         self.http.serve_in_thread()
         self.base_url = f"http://127.0.0.1:{self.http.server_address[1]}/catalogs/{directory.name}"
@@ -109,7 +123,7 @@ def pivoter_server() -> Iterator[Callable[..., PivoterServer]]:
     """Start our servers on a directory (stopped after the test)."""
     started: list[PivoterServer] = []
 
-    def start(directory: Path, **kwargs: float) -> PivoterServer:
+    def start(directory: Path, **kwargs: Any) -> PivoterServer:
         server = PivoterServer(directory, **kwargs)
         started.append(server)
         return server
