@@ -47,6 +47,23 @@ class DecodeError(ValueError):
     """An object that opm's loader would refuse; the message says which field and why."""
 
 
+_SHOWN = 10
+"""Keys named in one message at most: an object of a million keys is still a one-line problem."""
+
+
+def _first(items: list[str]) -> str:
+    shown = "; ".join(item[:200] for item in items[:_SHOWN])
+    return shown + (f"; and {len(items) - _SHOWN:,} more" if len(items) > _SHOWN else "")
+
+
+def _some_keys(blob: Mapping[str, Any]) -> str:
+    keys = sorted(blob, key=str)
+    if not keys:
+        return "none"
+    shown = ", ".join(str(k)[:200] for k in keys[:_SHOWN])
+    return shown + (f", and {len(keys) - _SHOWN:,} more" if len(keys) > _SHOWN else "")
+
+
 def _type_name(value: Any) -> str:
     if value is None:
         return "null"
@@ -117,8 +134,8 @@ def meta_of(blob: Any) -> tuple[str, str, str]:
         seen: dict[str, list[str]] = {}
         for key, fold in zip(keys, folded, strict=True):
             seen.setdefault(fold, []).append(str(key))
-        dups = "; ".join(f"{f!r}: {ks}" for f, ks in seen.items() if len(ks) > 1)
-        raise DecodeError(f"duplicate keys that differ only by case: {dups}")
+        dups = [f"{f!r}: {ks}" for f, ks in seen.items() if len(ks) > 1]
+        raise DecodeError(f"duplicate keys that differ only by case: {_first(dups)}")
     for key, fold in zip(keys, folded, strict=True):
         if fold in values:
             value = blob[key]
@@ -261,7 +278,11 @@ def _deprecation(blob: Mapping[str, Any], origin: Origin) -> Deprecation:
 
 
 def decode_object(blob: Any, origin: Origin) -> CatalogObject:
-    """Decode one FBC object into its model object; raise DecodeError when opm would refuse it."""
+    """Decode one FBC object into its model object; raise DecodeError when opm would refuse it.
+
+    Inlined manifests are parsed here (:func:`resolver.catalog.model.decode_bundle_object`),
+    within the memory budget the caller made current (:func:`resolver.safedata.spending`).
+    """
     schema, package, name = meta_of(blob)
     if schema == SCHEMA_PACKAGE:
         return _package(blob, origin)
@@ -272,6 +293,5 @@ def decode_object(blob: Any, origin: Origin) -> CatalogObject:
     if schema == SCHEMA_DEPRECATIONS:
         return _deprecation(blob, origin)
     if schema == "":
-        keys = ", ".join(sorted(str(k) for k in blob)) or "none"
-        raise DecodeError(f"object is missing the root 'schema' field (keys: {keys})")
+        raise DecodeError(f"object is missing the root 'schema' field (keys: {_some_keys(blob)})")
     return Meta(schema=schema, package=package, name=name, blob=blob, origin=origin)

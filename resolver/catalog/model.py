@@ -238,16 +238,22 @@ class Bundle:
         return ""
 
 
-BUNDLE_OBJECT_LIMITS = safedata.Limits(max_bytes=64 << 20, max_depth=200, max_nodes=1_000_000)
-"""Limits on one decoded ``olm.bundle.object`` manifest (as for a catalog document)."""
+BUNDLE_OBJECT_LIMITS = safedata.Limits(
+    max_bytes=64 << 20, max_depth=200, max_nodes=1_000_000, max_expanded_bytes=32 << 20
+)
+"""Limits on one decoded ``olm.bundle.object`` manifest (as for a catalog document: it may become
+32 MiB of JSON through aliases, or twice its own length)."""
 
 
 def decode_bundle_object(value: JSON) -> str:
     """Decode one ``olm.bundle.object`` value (``{data: <base64 YAML or JSON>}``) to JSON text.
 
     Raises ValueError when the data is not base64 or does not hold one YAML/JSON document of
-    plain JSON data within :data:`BUNDLE_OBJECT_LIMITS` (nesting, alias expansion, size): the
-    same checks as catalog files, so what loads here can be rendered, served and cached.
+    plain JSON data within :data:`BUNDLE_OBJECT_LIMITS` (nesting, alias expansion by count and
+    by size, size): the same checks as catalog files, so what loads here can be rendered, served
+    and cached. Within a :func:`resolver.safedata.spending` block (a catalog file's load) what
+    its YAML aliases add is charged to that budget: base64 hides a second amplification inside
+    a document that looked small.
     """
     if not isinstance(value, dict):
         raise ValueError("olm.bundle.object value must be an object with a base64 'data' field")

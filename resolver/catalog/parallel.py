@@ -132,7 +132,8 @@ def _load_in_workers(
     clean = False
     try:
         for _ in range(count - 1):
-            workers.append(_Worker.start(context, root, refs, load_one, max_file_bytes))
+            held = [end for worker in workers for end in (worker.tasks, worker.results)]
+            workers.append(_Worker.start(context, root, refs, load_one, max_file_bytes, held=held))
         for worker in workers:
             worker.feed(queue)
         while True:
@@ -199,7 +200,11 @@ class _Worker:
         refs: Sequence[CatalogFile],
         load_one: FileLoader,
         max_file_bytes: int,
+        *,
+        held: Sequence[Connection] = (),
     ) -> _Worker:
+        """Fork a worker; ``held`` are this process's ends of the other workers' pipes (the
+        child closes them with its copies of its own pipes' other ends, see :func:`_serve`)."""
         task_out, task_in = context.Pipe(duplex=False)
         result_out, result_in = context.Pipe(duplex=False)
         process = context.Process(  # type: ignore[attr-defined]
@@ -210,6 +215,7 @@ class _Worker:
                 "refs": refs,
                 "load_one": load_one,
                 "max_file_bytes": max_file_bytes,
+                "inherited": (*held, task_in, result_out),
             },
             daemon=True,
         )
@@ -285,12 +291,18 @@ def _serve(
     refs: Sequence[CatalogFile],
     load_one: FileLoader,
     max_file_bytes: int,
+    inherited: Sequence[Connection] = (),
 ) -> None:
     """A worker's loop: load each file it is handed; send back its pickled objects or problems.
 
     A file whose loading raises is sent back empty, for the parent to load (and raise) itself.
     An interrupt is the parent's to handle (it stops its workers); inherited handlers are not run.
+    First it closes ``inherited``, the parent's ends of the pipes that ``fork`` copied into it:
+    holding the write end of its own task pipe, a worker whose parent died (killed for want of
+    memory, or by a timeout) waited for a task forever, holding its memory.
     """
+    for end in inherited:
+        end.close()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     # Results go out from a thread: a result larger than the pipe's buffer waits until the parent
@@ -306,24 +318,38 @@ def _serve(
                 return
             if index is None:
                 return
-            try:
-                objects, problems, lines = load_one(root, refs[index], max_file_bytes)
-                blob: bytes | None = b"" if problems else pack_entry(objects, lines)
-            except Exception:
-                blob, problems = None, []
-            outbox.put((index, blob, problems))
+            outbox.put((index, *_load_packed(root, refs[index], load_one, max_file_bytes)))
     finally:
         outbox.put(None)
         sender.join()
 
 
+def _load_packed(
+    root: str, ref: CatalogFile, load_one: FileLoader, max_file_bytes: int
+) -> tuple[bytes | None, list[Problem]]:
+    """Load one file in a worker: its pickled objects (``b""`` with problems), or None when
+    loading raised (a MemoryError included), for the parent to load it. The objects die with
+    this call, so a worker never holds two files' objects at once."""
+    try:
+        objects, problems, lines = load_one(root, ref, max_file_bytes)
+        return (b"" if problems else pack_entry(objects, lines)), problems
+    except Exception:
+        return None, []
+
+
 def _send_all(
     outbox: queue.SimpleQueue[tuple[int, bytes | None, list[Problem]] | None], results: Connection
 ) -> None:
+    """Send the worker's results in order. A result too large to pickle in the memory left (a
+    MemoryError, printed as a thread's traceback before) is sent as "load it yourself", so the
+    parent loads that file with its own memory and the same outcome as without workers."""
     while (message := outbox.get()) is not None:
         try:
-            results.send(message)
-        except OSError:  # the parent is gone or gave up on this worker
+            try:
+                results.send(message)
+            except MemoryError:
+                results.send((message[0], None, []))
+        except (OSError, MemoryError):  # the parent is gone or gave up on this worker
             return
 
 

@@ -7,8 +7,10 @@ non-space character is ``{`` is JSON, anything else is YAML. Called by
 dicts into model objects.
 
 Values are decoded by :mod:`resolver.safedata` (orjson; libyaml's event parser with go-yaml v2's
-YAML 1.1 types), which returns plain JSON data or refuses the document (nesting, alias bombs,
-tags and numbers JSON cannot hold). YAML documents are split on ``---`` lines here, as the
+YAML 1.1 types), which returns plain JSON data or refuses the document (nesting, alias bombs by
+count and by size, tags and numbers JSON cannot hold); the file's memory budget, which the caller
+makes current (:func:`resolver.catalog.load.file_budget`, :func:`resolver.safedata.spending`), is
+charged for what YAML aliases add. YAML documents are split on ``---`` lines here, as the
 Kubernetes YAML reader does, so that every document knows its first line and one broken document
 does not hide the problems of the next ones.
 """
@@ -29,10 +31,15 @@ MAX_NESTING = 200
 """Deepest nesting accepted: libyaml's composer and the JSON encoders recurse on the C stack, so a
 document nested a hundred thousand levels deep would crash the process instead of failing."""
 
+MAX_EXPANDED_BYTES = 32 << 20
+"""What one document may become through aliases, in bytes of JSON (or twice its own length, if
+more): one anchored 1 MiB string aliased 5,000 times is few nodes and 5 GB rendered."""
+
 LIMITS = safedata.Limits(
     max_bytes=sys.maxsize,  # files are capped by the walk (max_file_bytes)
     max_depth=MAX_NESTING,
     max_nodes=MAX_ALIAS_EXPANSION,
+    max_expanded_bytes=MAX_EXPANDED_BYTES,
 )
 
 # The Kubernetes YAML reader's document separator: a line starting with "---"; only spaces or a
@@ -113,10 +120,19 @@ def _parse_yaml_stream(text: str) -> ParsedFile:
             )
             return out
         _parse_yaml_document(text, doc_start, match.start(), doc_line, out)
+        if _spent_out():
+            return out
         doc_start = match.end() + 1
         doc_line = sep_line + 1
     _parse_yaml_document(text, doc_start, len(text), doc_line, out)
     return out
+
+
+def _spent_out() -> bool:
+    """Whether the file's memory budget is spent: the documents left would each be refused for
+    it again (one line for the file, not one per document), so they are not parsed."""
+    budget = safedata.current_budget()
+    return budget is not None and budget.spent_out
 
 
 def _parse_yaml_document(text: str, start: int, end: int, line: int, out: ParsedFile) -> None:

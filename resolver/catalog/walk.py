@@ -8,7 +8,9 @@ Files are listed in lexical order. Every file, ``.indexignore`` files included, 
 leave the root, dangle, loop, or point at directories are reported, as are FIFOs, sockets,
 devices and files over the size limit; ``.indexignore`` files have the limits of
 :mod:`resolver.catalog.ignore`. Directories are walked with an explicit stack (no recursion
-limit on deep trees). Called by :mod:`resolver.catalog.load`.
+limit on deep trees), and at most :data:`MAX_ENTRIES` entries are listed: a catalog of a million
+empty files would cost hundreds of megabytes before a single file is read. Called by
+:mod:`resolver.catalog.load`.
 """
 
 from __future__ import annotations
@@ -27,7 +29,21 @@ from resolver.catalog.ignore import (
 )
 from resolver.catalog.model import Origin
 
-__all__ = ["DEFAULT_MAX_FILE_BYTES", "INDEX_IGNORE", "CatalogFile", "list_catalog_files"]
+__all__ = [
+    "DEFAULT_MAX_FILE_BYTES",
+    "INDEX_IGNORE",
+    "MAX_ENTRIES",
+    "TOO_MANY_ENTRIES",
+    "CatalogFile",
+    "list_catalog_files",
+]
+
+MAX_ENTRIES = 100_000
+"""Files and directories a catalog directory may hold, ignored ones included (the real catalogs
+here hold at most 300; each entry costs about half a kilobyte while the directory is walked)."""
+
+TOO_MANY_ENTRIES = "the catalog directory holds more than {limit:,} files and directories"
+"""The start of the walk's refusal past ``max_entries`` (the loader recognizes it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,9 +72,13 @@ def _sort_key(entry: os.DirEntry[str]) -> bytes:
 
 
 def list_catalog_files(
-    root: str, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    root: str, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES, max_entries: int = MAX_ENTRIES
 ) -> tuple[list[CatalogFile], list[Problem]]:
-    """List the catalog files under ``root`` in lexical order, with every problem found."""
+    """List the catalog files under ``root`` in lexical order, with every problem found.
+
+    A directory holding more than ``max_entries`` files and directories is refused as soon as
+    the walk counts that many: no file is returned, and the one problem says so.
+    """
     real_root = real_path(root)
     problems: list[Problem] = []
     candidates: list[tuple[str, str]] = []
@@ -67,17 +87,32 @@ def list_catalog_files(
     # Depth first, entries in lexical order: a stack of (directory, relpath) still to list and
     # of the not-yet-visited entries of the directories being listed.
     stack: list[tuple[str, list[os.DirEntry[str]]]] = []
+    listed = 0
 
-    def enter(directory: str, rel: str) -> None:
+    def enter(directory: str, rel: str) -> bool:
+        """List ``directory``; False when the walk has listed more than ``max_entries``."""
+        nonlocal listed
+        entries: list[os.DirEntry[str]] = []
         try:
             with os.scandir(directory) as it:
-                entries = sorted(it, key=_sort_key, reverse=True)
+                for entry in it:
+                    listed += 1
+                    if listed > max_entries:
+                        return False
+                    entries.append(entry)
         except OSError as err:
             problems.append(_io_problem(rel or ".", f"cannot read directory: {err.strerror}"))
-            return
+            return True
+        entries.sort(key=_sort_key, reverse=True)
         stack.append((rel, entries))
+        return True
 
-    enter(real_root, "")
+    def too_many() -> tuple[list[CatalogFile], list[Problem]]:
+        message = TOO_MANY_ENTRIES.format(limit=max_entries)
+        return [], [Problem(f"{message} (ignored ones included); refusing it")]
+
+    if not enter(real_root, ""):
+        return too_many()
     while stack:
         rel, entries = stack[-1]
         if not entries:
@@ -91,7 +126,8 @@ def list_catalog_files(
             problems.append(_io_problem(relpath, f"cannot stat: {err.strerror}"))
             continue
         if is_dir:
-            enter(entry.path, relpath)
+            if not enter(entry.path, relpath):
+                return too_many()
         elif entry.name == INDEX_IGNORE:
             try:
                 ignores[rel] = (

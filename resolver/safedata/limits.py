@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "DEFAULT_LIMITS",
+    "MAX_EXPANDED_BYTES",
     "Limits",
     "Located",
     "Refused",
@@ -16,18 +17,39 @@ __all__ = [
 ]
 
 
+MAX_EXPANDED_BYTES = 256 << 20
+"""The most any caller may let a text become (:attr:`Limits.max_expanded_bytes`): the expansion
+budget can be set lower or higher than the default, never switched off."""
+
+
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """Caps on one text; every caller may pass its own."""
+    """Caps on one text; every caller may pass its own (the expansion budget only within
+    :data:`MAX_EXPANDED_BYTES`: constructing Limits without one raises ValueError)."""
 
     max_bytes: int = 32 << 20
     """Length of the text (bytes, or characters for ``str``)."""
     max_depth: int = 200
     """Nesting of collections (a scalar at the top is depth 0, ``[1]`` is depth 1)."""
     max_nodes: int = 2_000_000
-    """Nodes of one YAML document with aliases expanded (the guard against alias bombs)."""
+    """Nodes of one YAML document with aliases expanded (the guard against alias bombs by count);
+    also the most nodes aliases may copy into all the documents of one text together."""
     max_documents: int = 10_000
     """Documents in one YAML stream."""
+    max_expanded_bytes: int = 32 << 20
+    """What all the documents of one YAML text may become, in bytes of JSON (each scalar's and
+    key's characters plus 2, each collection 2), aliases expanded, counted as it is built: the
+    guard against alias bombs by size (one anchored 1 MiB string aliased 5,000 times is 5,001
+    nodes and 5 GB written out). A text may always become twice its own length (what JSON's
+    quotes and brackets add to YAML without aliases), so the limit only ever bites on aliases.
+    JSON has no aliases: a JSON text becomes its own size, capped by ``max_bytes``."""
+
+    def __post_init__(self) -> None:
+        if not 0 < self.max_expanded_bytes <= MAX_EXPANDED_BYTES:
+            raise ValueError(
+                f"max_expanded_bytes must be within 1..{MAX_EXPANDED_BYTES} "
+                f"(got {self.max_expanded_bytes}): the expansion budget cannot be switched off"
+            )
 
 
 DEFAULT_LIMITS = Limits()

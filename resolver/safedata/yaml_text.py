@@ -2,8 +2,8 @@
 
 libyaml's parser is a state machine with explicit stacks; its composer (what ``yaml.load`` uses)
 recurses on the C stack and crashes on deep input, so it is never called: one loop here consumes
-the events, checking depth, alias expansion, tags, numbers and keys as they arrive. Part of
-:mod:`resolver.safedata`; import from there.
+the events, checking depth, alias expansion (nodes and bytes), tags, numbers and keys as they
+arrive. Part of :mod:`resolver.safedata`; import from there.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 import yaml
 
+from resolver.safedata.budget import ALIAS_NODE_COST, Budget, BudgetExceeded, current_budget
 from resolver.safedata.limits import (
     DEFAULT_LIMITS,
     Limits,
@@ -272,31 +273,43 @@ def _merged(own: dict[str, Any], merges: list[Any]) -> dict[str, Any]:
     return out
 
 
-def _documents(parser: Any, limits: Limits, go_yaml: bool) -> Iterator[tuple[Any, int]]:
+def _documents(
+    parser: Any, limits: Limits, go_yaml: bool, length: int, budget: Budget | None
+) -> Iterator[tuple[Any, int]]:
     """Build plain values from libyaml's events: one loop, explicit stacks, limits checked as the
-    events arrive (so nothing ever recurses, however deep the input)."""
+    events arrive (so nothing ever recurses, however deep the input).
+
+    ``length`` is the text's; ``budget``, when given, is charged for what each alias adds.
+    """
     resolvers = _RESOLVERS[go_yaml]
     bools = _GO_BOOLS if go_yaml else {}
     max_depth = limits.max_depth
     max_nodes = limits.max_nodes
+    # What the text may become (see Limits.max_expanded_bytes): JSON bytes of every node built so
+    # far, all documents together; checked at each alias (only aliases make it outgrow the text)
+    # and at each document's end.
+    max_expanded = max(limits.max_expanded_bytes, 2 * length)
+    expanded = 0
+    alias_nodes = 0  # nodes aliases copied, all documents together
     get_event = parser.get_event
     # The collection being built: its value, whether it is a list, the key waiting for its value
     # (mappings), its anchor and its merge values; and its size and height so far, as _size and
-    # _height count them (a repeated key makes them wrong: they are counted again at the end).
+    # _height count them (a repeated key makes them wrong: they are counted again at the end), and
+    # ``expanded`` when it started (what it becomes is what was built since).
     # The parents wait on two stacks.
     stack: list[tuple[Any, bool, Any, str | None, list[Any] | None]] = []
-    counts: list[tuple[int, int, bool]] = []
+    counts: list[tuple[int, int, bool, int]] = []
     cur: Any = None
     cur_list = False
     cur_key: Any = _NO_KEY
     cur_anchor: str | None = None
     cur_merges: list[Any] | None = None
-    cur_size = cur_height = 0
+    cur_size = cur_height = cur_start = 0
     cur_recount = False
     anchors: dict[str, Any] = {}
-    # Each anchored collection's size and height, counted as it was built: an alias bomb
+    # Each anchored value's size, height and bytes, counted as it was built: an alias bomb
     # repeats each alias many times, and walking the value at each would cost its size again.
-    measured: dict[str, tuple[int, int]] = {}
+    measured: dict[str, tuple[int, int, int]] = {}
     open_anchors: set[str] = set()
     nodes = 0
     documents = 0
@@ -311,6 +324,7 @@ def _documents(parser: Any, limits: Limits, go_yaml: bool) -> Iterator[tuple[Any
                 nodes += 1
                 size, height = 1, 0
                 value: Any = event.value
+                expanded += len(value) + 2
                 if (
                     event.tag is not None
                     or (event.implicit[0] and value[:1] in resolvers)
@@ -319,7 +333,7 @@ def _documents(parser: Any, limits: Limits, go_yaml: bool) -> Iterator[tuple[Any
                     value = _slow_scalar(event, resolvers, bools)
                 if event.anchor is not None:
                     anchors[event.anchor] = value
-                    measured.pop(event.anchor, None)
+                    measured[event.anchor] = (1, 0, len(event.value) + 2)
             elif kind is _MappingStartEvent or kind is _SequenceStartEvent:
                 nodes += 1
                 tag = event.tag
@@ -332,7 +346,7 @@ def _documents(parser: Any, limits: Limits, go_yaml: bool) -> Iterator[tuple[Any
                     doc_line = event.start_mark.line + 1
                 if cur is not None:
                     stack.append((cur, cur_list, cur_key, cur_anchor, cur_merges))
-                    counts.append((cur_size, cur_height, cur_recount))
+                    counts.append((cur_size, cur_height, cur_recount, cur_start))
                 cur = [] if is_list else {}
                 cur_list = is_list
                 cur_key = _NO_KEY
@@ -340,6 +354,8 @@ def _documents(parser: Any, limits: Limits, go_yaml: bool) -> Iterator[tuple[Any
                 cur_merges = None
                 cur_size = cur_height = 1
                 cur_recount = False
+                cur_start = expanded
+                expanded += 2
                 if cur_anchor is not None:
                     open_anchors.add(cur_anchor)
                 continue
@@ -353,10 +369,11 @@ def _documents(parser: Any, limits: Limits, go_yaml: bool) -> Iterator[tuple[Any
                 if cur_anchor is not None:
                     open_anchors.discard(cur_anchor)
                     anchors[cur_anchor] = value
-                    measured[cur_anchor] = (size, height)
+                    # Bytes as built (keys a merge or a repeated key dropped still count).
+                    measured[cur_anchor] = (size, height, expanded - cur_start)
                 if stack:
                     cur, cur_list, cur_key, cur_anchor, cur_merges = stack.pop()
-                    cur_size, cur_height, cur_recount = counts.pop()
+                    cur_size, cur_height, cur_recount, cur_start = counts.pop()
                 else:
                     cur = None
             elif kind is _AliasEvent:
@@ -369,20 +386,30 @@ def _documents(parser: Any, limits: Limits, go_yaml: bool) -> Iterator[tuple[Any
                         )
                     raise Refused(f"the alias *{name} refers to no anchor")
                 value = anchors[name]
+                size, height, grown = measured[name]
+                nodes += size
+                alias_nodes += size
+                expanded += grown
+                if nodes > max_nodes or alias_nodes > max_nodes:
+                    where = "document" if nodes > max_nodes else "text"
+                    raise TooBig(
+                        f"the {where} expands to more than {max_nodes:,} nodes (aliases "
+                        "included); refusing a possible alias bomb"
+                    )
+                if expanded > max_expanded:
+                    raise TooBig(
+                        f"the YAML expands to more than {max_expanded:,} bytes (aliases "
+                        "included); refusing a possible alias bomb"
+                    )
+                if budget is not None:
+                    budget.charge(
+                        grown + ALIAS_NODE_COST * size,
+                        "YAML aliases expand the data (refusing a possible alias bomb)",
+                    )
                 if type(value) is dict or type(value) is list:
-                    size, height = measured[name]
-                    nodes += size
-                    if nodes > max_nodes:
-                        raise TooBig(
-                            f"the document expands to more than {max_nodes:,} nodes (aliases "
-                            "included); refusing a possible alias bomb"
-                        )
                     if len(stack) + (cur is not None) + height > max_depth:
                         raise TooDeep(f"YAML nested deeper than {max_depth} levels; refusing it")
                     value = _copy(value)
-                else:
-                    nodes += 1
-                    size, height = 1, 0
             elif kind is _DocumentStartEvent:
                 documents += 1
                 if documents > limits.max_documents:
@@ -395,6 +422,8 @@ def _documents(parser: Any, limits: Limits, go_yaml: bool) -> Iterator[tuple[Any
                 doc_line = 0
                 continue
             elif kind is _DocumentEndEvent:
+                if expanded > max_expanded:
+                    raise TooBig(f"the YAML becomes more than {max_expanded:,} bytes; refusing it")
                 yield root, doc_line or event.start_mark.line + 1
                 root = None
                 doc_line = 0
@@ -433,6 +462,8 @@ def _documents(parser: Any, limits: Limits, go_yaml: bool) -> Iterator[tuple[Any
                 cur_recount = cur_recount or cur_key in cur
                 cur[cur_key] = "<<" if value is _MERGE_KEY else value
                 cur_key = _NO_KEY
+    except BudgetExceeded as err:
+        raise Located(err.reason, doc_line or event.start_mark.line + 1, limit=True) from None
     except (ValueError, OverflowError, RecursionError) as err:
         line = event.start_mark.line + 1 if getattr(event, "start_mark", None) else 0
         if isinstance(err, TooBig):
@@ -470,14 +501,20 @@ def iter_yaml_documents(
     limits: Limits = DEFAULT_LIMITS,
     where: str = "",
     go_yaml: bool = False,
+    budget: Budget | None = None,
 ) -> Iterator[tuple[Any, int]]:
     """Yield ``(value, line)`` for every document of a YAML stream (an empty document is None).
 
-    Raises SafeDataError at the first problem (documents before it have been yielded).
+    ``budget`` (shared with the other texts of the same data; by default the one of the
+    enclosing :func:`~resolver.safedata.budget.spending` block, if any) is charged for what
+    aliases add. Raises SafeDataError at the first problem (documents before it have been
+    yielded).
     """
     check_size(data, limits, where)
+    if budget is None:
+        budget = current_budget()
     parser = _parser(data)
-    documents = _documents(parser, limits, go_yaml)
+    documents = _documents(parser, limits, go_yaml, len(data), budget)
     try:
         yield from documents
     except yaml.MarkedYAMLError as err:
@@ -503,11 +540,13 @@ def load_yaml_all(
     limits: Limits = DEFAULT_LIMITS,
     where: str = "",
     go_yaml: bool = False,
+    budget: Budget | None = None,
 ) -> list[Any]:
     """Every document of a YAML stream (empty documents are None)."""
-    return [
-        value for value, _ in iter_yaml_documents(data, limits=limits, where=where, go_yaml=go_yaml)
-    ]
+    documents = iter_yaml_documents(
+        data, limits=limits, where=where, go_yaml=go_yaml, budget=budget
+    )
+    return [value for value, _ in documents]
 
 
 def load_yaml(
@@ -516,9 +555,12 @@ def load_yaml(
     limits: Limits = DEFAULT_LIMITS,
     where: str = "",
     go_yaml: bool = False,
+    budget: Budget | None = None,
 ) -> Any:
     """The one document of a YAML text (None when empty); more than one is an error."""
-    documents = iter_yaml_documents(data, limits=limits, where=where, go_yaml=go_yaml)
+    documents = iter_yaml_documents(
+        data, limits=limits, where=where, go_yaml=go_yaml, budget=budget
+    )
     first: Any = None
     for index, (value, line) in enumerate(documents):
         if index:
