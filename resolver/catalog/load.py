@@ -55,6 +55,7 @@ __all__ = [
     "MEMORY_PER_FILE",
     "PARSED_FIRST_DOCUMENTS",
     "CatalogTooLarge",
+    "charge_message",
     "charge_received",
     "file_budget",
     "gc_paused",
@@ -62,6 +63,7 @@ __all__ = [
     "load_file_objects",
     "load_objects",
     "load_served",
+    "message_budget",
     "received_budget",
 ]
 
@@ -126,6 +128,34 @@ def charge_received(budget: safedata.Budget, text: str | bytes) -> None:
     its first kilobytes, whatever its length."""
     budget.limit = min(MEMORY_CEILING, budget.limit + MEMORY_PER_BYTE * len(text))
     cost = safedata.text_cost(text)
+    budget.charge(cost, f"what arrived would take about {_mib(budget.spent + cost)} in memory")
+
+
+MESSAGE_OVERHEAD = 1 << 10
+"""What one protobuf message of a registry (gRPC) catalog costs besides :data:`MESSAGE_PER_BYTE`
+times its size: the message object, then the dicts made of it."""
+
+MESSAGE_PER_BYTE = 4
+"""A decoded registry message costs about this many times its bytes (its strings, then the same
+text again in the catalog objects made of it)."""
+
+
+def message_budget() -> safedata.Budget:
+    """The memory budget of a catalog received as protobuf messages (operator-registry's gRPC
+    API): :data:`MEMORY_CEILING` for the estimated cost of every message (:func:`charge_message`);
+    give it to :func:`load_objects` too."""
+    what = (
+        f"the memory ceiling of a received catalog ({_mib(MEMORY_CEILING)}, each message counted "
+        f"{MESSAGE_PER_BYTE} times its size plus 1 KiB)"
+    )
+    return safedata.Budget(MEMORY_CEILING, what)
+
+
+def charge_message(budget: safedata.Budget, data: bytes) -> None:
+    """Charge the estimated cost of one message just received (before it is decoded). Raises
+    :class:`resolver.safedata.BudgetExceeded`: a stream of millions of tiny messages is refused at
+    the ceiling, not after it has taken gigabytes."""
+    cost = MESSAGE_PER_BYTE * len(data) + MESSAGE_OVERHEAD
     budget.charge(cost, f"what arrived would take about {_mib(budget.spent + cost)} in memory")
 
 

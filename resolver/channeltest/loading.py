@@ -16,7 +16,12 @@ import os
 from resolver.catalog.decode import CatalogObject
 from resolver.catalog.errors import CatalogLoadError, Problem
 from resolver.catalog.guard import read_text, real_path
-from resolver.catalog.load import assemble, load_directory, load_file_objects
+from resolver.catalog.load import (
+    CatalogTooLarge,
+    assemble,
+    load_directory,
+    load_file_objects,
+)
 from resolver.catalog.model import Catalog
 from resolver.catalog.walk import CatalogFile, list_catalog_files
 
@@ -28,6 +33,8 @@ def load_for_test(path: str, *, use_cache: bool = True) -> tuple[Catalog, list[P
     """
     try:
         return load_directory(path, use_cache=use_cache), []
+    except CatalogTooLarge:
+        raise  # loading its files one by one would take what the refusal saves
     except CatalogLoadError as err:
         if not os.path.isdir(path):
             raise

@@ -211,6 +211,12 @@ def test_a_catalog_over_the_ceiling_is_refused_before_any_parse(tmp_path: Path) 
     assert seconds < 5, seconds
     assert "more than its ceiling of 512.0 MiB: refusing it" in result.stdout
     assert len(result.stdout.splitlines()) == 2  # the refusal and the summary
+    # catalog test does not fall back to loading the files one by one (each within its budget)
+    result, seconds = _run("catalog", "test", str(directory), cache=cache)
+    assert result.returncode != ExitCode.OK, result.stdout[-1000:]
+    assert "Traceback" not in result.stderr
+    assert seconds < 5, seconds
+    assert "more than its ceiling of 512.0 MiB" in result.stdout + result.stderr
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,7 @@ endless FNAME was read until the wire cap or the deadline.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import time
 from collections.abc import Iterator
@@ -27,6 +28,13 @@ ENDLESS = {
 }
 
 
+@functools.cache
+def _tiny() -> bytes:
+    """7 million tiny objects (105 MB, about 0.5 MB on the wire): 4 GB once parsed, before the
+    received catalog's memory budget."""
+    return gzip.compress(b'{"schema":"x"}\n' * 7_000_000, compresslevel=1)
+
+
 class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         self.send_response(200)
@@ -37,6 +45,9 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             if name == "members":
                 self.wfile.write(gzip.compress(LINE) + gzip.compress(LINE.replace(b"x", b"y")))
+                return
+            if name == "tiny":
+                self.wfile.write(_tiny())
                 return
             head, unit = ENDLESS[name]
             self.wfile.write(head)
@@ -85,3 +96,16 @@ def test_the_cli_refuses_an_endless_body_under_one_gib(server: str) -> None:
 def test_a_multi_member_body_is_read_whole(server: str) -> None:
     catalog = CatalogdSource(f"{server}/catalogs/members", timeout=5).fetch()
     assert sorted(p.name for p in catalog.packages) == ["x", "y"]
+
+
+def test_a_body_of_millions_of_tiny_objects_is_refused_within_its_first_kilobytes(
+    server: str,
+) -> None:
+    started = time.monotonic()
+    result = pivoter(
+        "catalog", "render", f"{server}/catalogs/tiny", address_space=1 << 30, timeout=30
+    )
+    assert result.returncode == ExitCode.FAILURE, result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr[-2000:]
+    assert "in memory, more than the memory budget of a received catalog" in result.stderr
+    assert time.monotonic() - started < 10

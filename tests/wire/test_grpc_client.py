@@ -93,7 +93,7 @@ def test_server_down_is_a_clear_bounded_error() -> None:
     assert time.monotonic() - started < 30  # bounded by the timeout, not by gRPC's backoff
 
 
-def _slow_server(delay: float) -> tuple[grpc.Server, int]:
+def _slow_server(delay: float, bundles: int = 1) -> tuple[grpc.Server, int]:
     from resolver.catalog.registryapi import registry_pb2 as api
 
     def list_packages(request: Any, context: Any) -> Any:
@@ -104,7 +104,8 @@ def _slow_server(delay: float) -> tuple[grpc.Server, int]:
 
     def list_bundles(request: Any, context: Any) -> Any:
         time.sleep(delay)
-        yield api.Bundle(csvName="p.v1", packageName="p", channelName="c")
+        for n in range(bundles):
+            yield api.Bundle(csvName=f"p.v{n}", packageName="p", channelName="c")
 
     handlers = {
         "ListPackages": grpc.unary_stream_rpc_method_handler(
@@ -152,3 +153,25 @@ def test_message_over_the_size_limit_is_refused(
     with pytest.raises(SourceError) as err:
         RegistrySource(f"grpc://{server.target}", max_message_bytes=100).fetch()
     assert "larger than the 100-byte limit" in str(err.value)
+
+
+def test_a_stream_of_tiny_messages_is_refused_at_the_memory_ceiling(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each message is charged its estimated cost (4 x its bytes + 1 KiB) before it is decoded:
+    millions of tiny bundles stop at the ceiling (lowered here to 1 MiB: about 1,000 messages)."""
+    from resolver.catalog import load
+
+    monkeypatch.setattr(load, "MEMORY_CEILING", 1 << 20)
+    server, port = _slow_server(delay=0, bundles=100_000)
+    try:
+        started = time.monotonic()
+        with pytest.raises(SourceError) as err:
+            RegistrySource(f"grpc://127.0.0.1:{port}", timeout=5, deadline=20).fetch()
+        message = str(err.value)
+        assert "ListBundles: what arrived would take about 1.0 MiB in memory" in message
+        assert "more than the memory ceiling of a received catalog (1.0 MiB" in message
+        assert "\n" not in message
+        assert time.monotonic() - started < 10
+    finally:
+        server.stop(grace=None)

@@ -24,7 +24,7 @@ from typing import Any
 
 from resolver import safedata
 from resolver.catalog.errors import CatalogLoadError
-from resolver.catalog.load import load_objects
+from resolver.catalog.load import charge_received, load_objects, received_budget
 from resolver.catalog.model import JSON, Catalog, Origin
 from resolver.catalog.parse import LIMITS as CATALOG_LIMITS
 from resolver.catalog.sources.base import SourceError
@@ -234,11 +234,19 @@ class CatalogdSource:
             raise SourceError(url, "connection dropped mid-stream (last line is incomplete)")
         self._body_digest = hasher.hexdigest()
 
-    def _objects(self, response: http.client.HTTPResponse, url: str) -> list[tuple[JSON, Origin]]:
+    def _objects(
+        self, response: http.client.HTTPResponse, url: str, budget: safedata.Budget
+    ) -> list[tuple[JSON, Origin]]:
         objects: list[tuple[JSON, Origin]] = []
         for number, line in enumerate(self._lines(response, url), start=1):
             if not line.strip():
                 continue
+            try:
+                # What a catalog may cost grows with what arrived, as a file's with its size: a
+                # body of tiny objects is refused within its first kilobytes, not at 2 GiB.
+                charge_received(budget, line)
+            except safedata.SafeDataError as err:
+                raise SourceError(url, f"line {number}: {err.reason}") from None
             try:
                 # The same limits as an object of a catalog file (its size is capped by the
                 # line splitter at max_line_bytes, as a file's by the walk).
@@ -277,13 +285,14 @@ class CatalogdSource:
             if response.status == 304 and self._catalog is not None:
                 return self._catalog
             self._check_status(response, url)
-            objects = self._objects(response, url)
+            budget = received_budget()
+            objects = self._objects(response, url, budget)
             last_modified = response.getheader("Last-Modified")
         finally:
             response.close()
             conn.close()
         try:
-            catalog = load_objects(objects, name=self.name)
+            catalog = load_objects(objects, name=self.name, budget=budget)
         except CatalogLoadError as err:
             raise SourceError(url, str(err)) from None
         self._catalog = catalog
@@ -306,7 +315,7 @@ class CatalogdSource:
             if response.status == 404:
                 raise SourceError(url, "the server does not offer /api/v1/metas (HTTP 404)")
             self._check_status(response, url)
-            return [blob for blob, _ in self._objects(response, url)]
+            return [blob for blob, _ in self._objects(response, url, received_budget())]
         finally:
             response.close()
             conn.close()

@@ -23,7 +23,7 @@ import grpc
 
 from resolver import safedata
 from resolver.catalog.errors import CatalogLoadError
-from resolver.catalog.load import load_objects
+from resolver.catalog.load import charge_message, load_objects, message_budget
 from resolver.catalog.model import (
     JSON,
     PROP_BUNDLE_OBJECT,
@@ -124,9 +124,17 @@ class RegistrySource:
         hasher = hashlib.sha256()
         self.fetched_bytes = 0
 
+        memory = message_budget()
+        refused: list[str] = []
+
         def counted(parse: Callable[[bytes], _M]) -> Callable[[bytes], _M]:
             def deserialize(data: bytes) -> _M:
                 self.fetched_bytes += len(data)
+                try:
+                    charge_message(memory, data)
+                except safedata.BudgetExceeded as err:
+                    refused.append(err.reason)  # grpcio reports it as INTERNAL, without it
+                    raise
                 return parse(data)
 
             return deserialize
@@ -179,6 +187,8 @@ class RegistrySource:
                 bundles = list(_stream(bundles_call, remaining))
                 stale = _stale(bundles_call.initial_metadata())
             except grpc.RpcError as err:
+                if refused:
+                    raise SourceError(self.spec, f"{method}: {refused[0]}") from None
                 if time.monotonic() - started >= self.deadline:
                     raise SourceError(
                         self.spec, f"{method}: fetch took longer than {self.deadline:g}s"
@@ -188,7 +198,7 @@ class RegistrySource:
             hasher.update(message.SerializeToString(deterministic=True))
         objects = _objects(packages, bundles, origin=Origin(self.spec))
         try:
-            catalog = load_objects(objects, name=self.name)
+            catalog = load_objects(objects, name=self.name, budget=memory)
         except CatalogLoadError as err:
             raise SourceError(self.spec, str(err)) from None
         self._digest = hasher.hexdigest()
