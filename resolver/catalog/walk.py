@@ -28,6 +28,7 @@ from resolver.catalog.ignore import (
     read_ignore,
 )
 from resolver.catalog.model import Origin
+from resolver.safefiles import shown
 
 __all__ = [
     "DEFAULT_MAX_FILE_BYTES",
@@ -64,6 +65,7 @@ class CatalogFile:
 
 
 def _io_problem(relpath: str, message: str) -> Problem:
+    relpath = shown(relpath)  # a tree 3,000 deep has paths of 6,000 characters
     return Problem(message, Origin(relpath), io=True)
 
 

@@ -49,9 +49,10 @@ ALLOWED: dict[str, str] = {
     "resolver/catalog/render.py": "orjson round trip of its own output",
     "pivoter/catalogserver/registry.py": "reads back Bundle.objects, which decode_bundle_object "
     "wrote with orjson after safedata's checks",
-    # The parsed-catalog cache: our own pickle under the user's cache directory, read through an
-    # unpickler that admits only the catalog model's classes (resolver/catalog/cache.py).
-    "resolver/catalog/cache.py": "restricted unpickler of its own cache file",
+    # The parsed-catalog cache: JSON under the user's cache directory, read through the catalog
+    # guard and decoded by a checker generated from the model (resolver/catalog/cache.py).
+    "resolver/catalog/cache.py": "orjson parse of its own cache file, checked field by field "
+    "against the model",
     # Developer tooling: the repository's own conformance fixtures and deviations file, read by
     # tests and hack scripts only (no command reads them).
     "resolver/conformance/runner.py": "the repository's conformance fixtures",
