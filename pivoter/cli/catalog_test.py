@@ -81,7 +81,10 @@ def run(args: argparse.Namespace) -> int:
     except CatalogLoadError as err:
         for problem in err.problems:
             error(str(problem))
-        return int(ExitCode.FAILURE)
+        # Files that cannot be read (or no catalog at all) are 1; content refused is 3, as in
+        # catalog validate.
+        io = any(problem.io for problem in err.problems)
+        return int(ExitCode.FAILURE if io else ExitCode.INVALID)
     except ExpectationError as err:
         error(str(err))
         return int(ExitCode.USAGE)
@@ -188,6 +191,7 @@ def _reports(
     are named from, and whether the target was templates."""
     target: str = args.target
     templates: list[str] = []
+    problems: list[Problem] = []
     if os.path.isfile(target):
         templates = find_templates(target)
     elif os.path.isdir(target):
@@ -204,7 +208,8 @@ def _reports(
             return [(report, catalog)], target, False
         templates = find_templates(target)
     if not templates:
-        raise CatalogLoadError([_no_catalog(target)])
+        # What was refused (an alias bomb, a file over its budget) says more than "nothing here".
+        raise CatalogLoadError(problems or [_no_catalog(target)])
     reports: list[tuple[Report, Catalog | None]] = []
     base = target if os.path.isdir(target) else os.path.dirname(target)
     for path in templates:

@@ -164,6 +164,22 @@ def test_alias_amplification_is_refused_by_every_command_in_one_line(tmp_path: P
             assert reason in result.stdout + result.stderr, (args, name)
 
 
+@pytest.mark.parametrize("name", ["custom-schema.yaml", "package-description.yaml"])
+def test_a_catalog_that_is_only_an_amplifier_is_refused_with_its_reason(
+    tmp_path: Path, name: str
+) -> None:
+    """Nothing loads at all: catalog test names the refusal (it said "neither a file-based
+    catalog nor catalog templates", exit 1), with exit 3 as validate."""
+    directory = tmp_path / "cat"
+    directory.mkdir()
+    (directory / name).write_text(AMPLIFIERS[name])
+    for args in (("catalog", "test", str(directory)), ("catalog", "validate", str(directory))):
+        result, seconds = _run(*args, cache=tmp_path / "cache")
+        _assert_refused(result, seconds)
+        assert "alias bomb" in result.stdout + result.stderr, args
+        assert "neither" not in result.stderr
+
+
 @pytest.mark.parametrize(
     ("files", "words"),
     [
