@@ -14,7 +14,7 @@ import gzip
 import re
 import subprocess
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 import pytest
@@ -126,7 +126,5 @@ def test_a_catalog_that_expands_to_gigabytes_is_refused(limited: E2E) -> None:
         assert serving["status"] == "False"
         assert EXPANDS.search(serving["message"]), serving["message"]
     finally:
-        try:
+        with suppress(NotFound):
             limited.kube.delete(CATALOGS, name)
-        except NotFound:
-            pass
