@@ -13,6 +13,7 @@ then stays near 600 MiB with every thread started.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -32,7 +33,7 @@ ADDRESS_SPACE = 1 << 30
 HOSTILE_ADDRESSES = ("127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5")
 
 
-def _serve(directory: Path) -> tuple[subprocess.Popen[str], int, int]:
+def _serve(directory: Path, *extra: str) -> tuple[subprocess.Popen[str], int, int]:
     process = subprocess.Popen(
         [
             "prlimit",
@@ -48,6 +49,7 @@ def _serve(directory: Path) -> tuple[subprocess.Popen[str], int, int]:
             "0",
             "--http-port",
             "0",
+            *extra,
         ],
         stderr=subprocess.PIPE,
         text=True,
@@ -112,3 +114,55 @@ def test_catalog_serve_stays_available_under_hostile_clients_in_1_gib() -> None:
         process.stderr.close()
     assert "Traceback" not in errors
     assert "cannot start" not in errors  # every thread it needed fitted
+
+
+def _alias_bomb() -> str:
+    """1 MiB on disk, 5 GB once its 5,000 aliases are expanded."""
+    aliases = ", ".join(["*big"] * 5000)
+    return f"schema: x.custom\nname: b\nbig: &big '{'x' * (1 << 20)}'\nl: [{aliases}]\n"
+
+
+def test_catalog_serve_refuses_a_bomb_at_start_and_keeps_serving_when_one_arrives(
+    tmp_path: Path,
+) -> None:
+    """At start: one line and exit 3, within seconds, in 1 GiB. While serving: the reload that
+    meets the bomb fails in one line, the last good catalog is still served, marked stale."""
+    bombed = tmp_path / "bombed"
+    shutil.copytree(DATA / "crafted", bombed)
+    (bombed / "bomb.yaml").write_text(_alias_bomb())
+    started = time.monotonic()
+    refused = subprocess.run(
+        ["prlimit", f"--as={ADDRESS_SPACE}", "--", sys.executable, "-m", "pivoter.cli.main",
+         "catalog", "serve", str(bombed), "--grpc-port", "0", "--http-port", "0"],
+        capture_output=True, text=True, timeout=60, check=False,
+        env={**os.environ, "MALLOC_ARENA_MAX": "2"},
+    )  # fmt: skip
+    assert refused.returncode == 3, refused.stderr[-2000:]
+    assert "alias bomb" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert time.monotonic() - started < 15
+
+    live = tmp_path / "live"
+    shutil.copytree(DATA / "crafted", live)
+    process, _, http_port = _serve(live, "--poll-interval", "0.2")
+    try:
+        (live / "bomb.yaml").write_text(_alias_bomb())
+        url = f"http://127.0.0.1:{http_port}/catalogs/live/api/v1/all"
+        deadline = time.monotonic() + 20
+        stale = None
+        while stale is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+            with urllib.request.urlopen(url, timeout=5) as answer:
+                body = answer.read()
+                stale = answer.headers.get("X-Pivoter-Stale")
+        assert stale is not None, "the failed reload was never reported"
+        assert "alias bomb" in stale
+        assert b'"name":"etcd"' in body  # the last good catalog
+        assert process.poll() is None
+    finally:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=10) == 0
+        assert process.stderr is not None
+        errors = process.stderr.read()
+        process.stderr.close()
+    assert "Traceback" not in errors
