@@ -78,8 +78,8 @@ def test_a_fifo_template_and_expectations_do_not_hang_catalog_test(tmp_path: Pat
     root.mkdir()
     os.mkfifo(root / "template.yaml")
     result = _pivoter("catalog", "test", str(root))
-    assert result.returncode != 0
-    _one_line_error(result, "neither a file-based catalog nor catalog templates")
+    assert result.returncode == 1  # a file that cannot be read, named
+    _one_line_error(result, "template.yaml: not a regular file (a FIFO): not read")
 
     catalog = _good(tmp_path / "cat")
     os.mkfifo(tmp_path / "expect.yaml")
