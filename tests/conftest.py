@@ -93,6 +93,19 @@ def namespace(cluster: TestCluster) -> Iterator[str]:
     core.create_namespace(
         client.V1Namespace(metadata=client.V1ObjectMeta(name=name, labels=session_labels()))
     )
+
+    def default_account() -> bool:
+        try:
+            core.read_namespaced_service_account("default", name)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            return False
+        return True
+
+    # The controller manager creates the namespace's "default" ServiceAccount a moment later; a
+    # Pod created before it is forbidden ("serviceaccount default not found"), a flake under load.
+    wait_for(default_account, timeout=30, interval=0.05, what=f"ServiceAccount {name}/default")
     try:
         yield name
     finally:
