@@ -7,7 +7,7 @@ its peer ``opm`` (``validate`` and ``render``), each command under ``prlimit --a
 ``/usr/bin/time``:
 
 * **hostile shapes**, generated small on disk: one anchored 1 MiB scalar aliased 5,000 times in a
-  package description; a collection alias bomb (ten levels of ten aliases); 7 million tiny JSON
+  custom-schema object; a collection alias bomb (ten levels of ten aliases); 7 million tiny JSON
   objects in one file; 40 files of them;
 * **the shared catalogs**: ``catalog validate --no-cache`` on each.
 
@@ -38,9 +38,11 @@ PACKAGE = '{"schema":"olm.package","name":"p","defaultChannel":"c"}\n'
 
 
 def _alias_scalar(root: Path) -> None:
+    """A custom-schema object (kept and rendered as it is) holding 5,000 aliases of 1 MiB."""
     aliases = ", ".join(["*big"] * 5000)
-    text = f"schema: olm.package\nname: p\ndescription: &big '{'x' * (1 << 20)}'\n"
-    (root / "catalog.yaml").write_text(text + f"icon: [{aliases}]\n")
+    text = f"schema: x.custom\nname: p\nbig: &big '{'x' * (1 << 20)}'\n"
+    (root / "catalog.yaml").write_text(PACKAGE)
+    (root / "custom.yaml").write_text(text + f"copies: [{aliases}]\n")
 
 
 def _alias_collection(root: Path) -> None:
@@ -70,13 +72,22 @@ SHAPES: dict[str, Callable[[Path], None]] = {
 
 
 def _measure(argv: list[str], env: dict[str, str], timeout: float) -> dict[str, object]:
-    """Run ``argv`` under the address-space limit; its code, seconds, peak RSS, first line."""
+    """Run ``argv`` under the address-space limit; its code, seconds, peak RSS, first line.
+
+    It runs in the system's temporary directory: ``python -m`` puts the working directory first
+    on ``sys.path``, which would hide ``--pythonpath`` behind this checkout."""
     with tempfile.NamedTemporaryFile("r", suffix=".time") as times:
         command = ["/usr/bin/time", "-o", times.name, "-f", "%e %M"]
         command += ["prlimit", f"--as={LIMIT}", "--", *argv]
         try:
             done = subprocess.run(
-                command, env=env, capture_output=True, text=True, timeout=timeout, check=False
+                command,
+                env=env,
+                cwd=tempfile.gettempdir(),
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                check=False,
             )
         except subprocess.TimeoutExpired:
             return {"code": "timeout", "seconds": timeout, "rss_mib": None, "said": ""}
