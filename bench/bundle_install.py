@@ -258,7 +258,8 @@ def profile_install(kube: Kube, base_url: str, objects: int, system: str, work: 
     import cProfile
     import pstats
 
-    from pivoter.controllers.bundle import BUNDLES, BundleReconciler
+    from pivoter.apis.resources import BUNDLES
+    from pivoter.controllers.bundle import BundleReconciler
     from pivoter.controllers.bundledeployment import BundleDeploymentReconciler
     from pivoter.pivot import keep_on_delete
     from provisioners.store import BundleStore

@@ -17,9 +17,10 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
-from pivoter.controllers.bundle import BUNDLES, BundleReconciler
+from pivoter.apis.resources import BUNDLES, TOKEN_REVIEWS
+from pivoter.controllers.bundle import BundleReconciler
 from pivoter.httpserving import BackgroundHTTPServer, ConnectionLimits
-from pivoter.kube import Kube, KubeError, NotFound, Resource
+from pivoter.kube import Kube, KubeError, NotFound
 from pivoter.kube.access import Subject, subject_access_review
 from provisioners.store import BundleNotStoredError, StoreError
 
@@ -27,7 +28,6 @@ __all__ = ["Authorizer", "ContentServer", "KubeAuthorizer"]
 
 log = logging.getLogger(__name__)
 
-TOKEN_REVIEWS = Resource("authentication.k8s.io/v1", "TokenReview", "tokenreviews", False)
 _PATH = re.compile(r"^/bundles/(?P<name>[a-z0-9]([-a-z0-9.]*[a-z0-9])?)\.tgz$")
 
 UNAUTHENTICATED = "the bearer token is not valid (TokenReview did not authenticate it)"

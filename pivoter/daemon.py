@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Protocol
 
 from pivoter import catalogs, olmv0, olmv1, platformoperators, resolutions, resolvesets
+from pivoter.apis.resources import PLATFORM_OPERATORS, RESOLUTIONS
 from pivoter.catalogs import SourceSettings
 from pivoter.contentserver import ContentServer
 from pivoter.controllers import provisioning
@@ -211,13 +212,13 @@ def _setup_product(
     # every controller from starting): set up only the served ones (all of them when the API
     # server cannot be asked; deploy/ installs every CRD).
     inputs = []
-    if not read_olm or _served(manager, resolutions.RESOLUTIONS):
+    if not read_olm or _served(manager, RESOLUTIONS):
         inputs.append(
             resolutions.setup(
                 manager, cache=cache, store=revisions, preparer=preparer, recorder=recorder
             )
         )
-    if not read_olm or _served(manager, platformoperators.PLATFORM_OPERATORS):
+    if not read_olm or _served(manager, PLATFORM_OPERATORS):
         operators = platformoperators.setup(
             manager,
             cache=cache,

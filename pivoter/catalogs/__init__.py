@@ -21,8 +21,6 @@ from pivoter.catalogs.errors import (
     SourceUnavailable,
 )
 from pivoter.catalogs.foreign import (
-    CATALOG_SOURCES,
-    CLUSTER_CATALOGS,
     ForeignCatalogReconciler,
     ForeignSpec,
     catalog_source_spec,
@@ -31,7 +29,7 @@ from pivoter.catalogs.foreign import (
 from pivoter.catalogs.image import CONFIGS_LABEL, ImageCatalogSource, configs_directory
 from pivoter.catalogs.interval import parse_duration, retry_delay
 from pivoter.catalogs.poll import Poller, PollOutcome
-from pivoter.catalogs.reconciler import CATALOGS, CatalogReconciler, referenced_config_maps
+from pivoter.catalogs.reconciler import CatalogReconciler, referenced_config_maps
 from pivoter.catalogs.setup import setup
 from pivoter.catalogs.sources import (
     BuiltSource,
@@ -42,9 +40,6 @@ from pivoter.catalogs.sources import (
 )
 
 __all__ = [
-    "CATALOGS",
-    "CATALOG_SOURCES",
-    "CLUSTER_CATALOGS",
     "CONFIGS_LABEL",
     "REASON_FETCHED",
     "REASON_FETCH_FAILED",

@@ -36,8 +36,6 @@ from pivoter.runtime.cache import split_key
 from pivoter.runtime.controller import Result
 
 __all__ = [
-    "CATALOG_SOURCES",
-    "CLUSTER_CATALOGS",
     "CLUSTER_CATALOG_SAFETY_POLL",
     "DEFAULT_INTERVAL",
     "ForeignCatalogReconciler",
@@ -47,12 +45,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-CATALOG_SOURCES = Resource(
-    "operators.coreos.com/v1alpha1", "CatalogSource", "catalogsources", namespaced=True
-)
-CLUSTER_CATALOGS = Resource(
-    "olm.operatorframework.io/v1", "ClusterCatalog", "clustercatalogs", namespaced=False
-)
 DEFAULT_INTERVAL = 600.0
 CLUSTER_CATALOG_SAFETY_POLL = 3600.0
 

@@ -28,23 +28,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pivoter.apis import pivoter as api
+from pivoter.apis.conditions import FALSE, TRUE, find, set_condition
+from pivoter.apis.resources import CATALOGS, CONFIG_MAPS, SECRETS
 from pivoter.catalogs.cache import CachedCatalog, CatalogCache
 from pivoter.catalogs.errors import REASON_FETCHED, REASON_STALE, CatalogProblem, InvalidCatalog
 from pivoter.catalogs.interval import MIN_INTERVAL, parse_duration, retry_delay
 from pivoter.catalogs.metrics import CatalogMetrics
 from pivoter.catalogs.poll import Poller, PollOutcome
 from pivoter.catalogs.sources import SourceSettings, build_source
-from pivoter.controllers.conditions import FALSE, TRUE, find, set_condition
-from pivoter.kube import EventRecorder, Kube, NotFound, Resource
+from pivoter.kube import EventRecorder, Kube, NotFound
 from pivoter.runtime.controller import Result
 
 __all__ = ["CATALOGS", "CONFIG_MAPS", "SECRETS", "CatalogReconciler", "referenced_config_maps"]
 
 log = logging.getLogger(__name__)
-
-CATALOGS = Resource(api.API_VERSION, "Catalog", "catalogs", namespaced=False)
-CONFIG_MAPS = Resource("v1", "ConfigMap", "configmaps", namespaced=True)
-SECRETS = Resource("v1", "Secret", "secrets", namespaced=True)
 
 
 def referenced_config_maps(catalog: Mapping[str, Any]) -> set[str]:

@@ -12,10 +12,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pivoter.apis.resources import CATALOG_SOURCES, CATALOGS, CLUSTER_CATALOGS
 from pivoter.catalogs.cache import CatalogCache
 from pivoter.catalogs.foreign import (
-    CATALOG_SOURCES,
-    CLUSTER_CATALOGS,
     ForeignCatalogReconciler,
     ForeignSpec,
     SpecOf,
@@ -23,11 +22,7 @@ from pivoter.catalogs.foreign import (
     cluster_catalog_spec,
 )
 from pivoter.catalogs.metrics import CatalogMetrics
-from pivoter.catalogs.reconciler import (
-    CATALOGS,
-    CatalogReconciler,
-    referenced_config_maps,
-)
+from pivoter.catalogs.reconciler import CatalogReconciler, referenced_config_maps
 from pivoter.catalogs.sources import SourceSettings
 from pivoter.kube import EventRecorder, NotFound, Object, Resource
 from pivoter.runtime.manager import Manager

@@ -13,12 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from pivoter.apis.resources import CLUSTER_EXTENSIONS, PLATFORM_OPERATORS, RESOLUTIONS
 from pivoter.cli.exitcodes import ExitCode
 from pivoter.cli.output import error
 from pivoter.kube import Kube, KubeConfigError, KubeError, NotFound, Resource, load_client
-from pivoter.olmv1.setup import CLUSTER_EXTENSIONS
-from pivoter.platformoperators import PLATFORM_OPERATORS
-from pivoter.resolutions import ANNOTATION_PINNED_REVISION, RESOLUTIONS
+from pivoter.resolutions import ANNOTATION_PINNED_REVISION
 from pivoter.resolvesets import InputRef, RevisionStore
 
 __all__ = ["ANNOTATION_PINNED_REVISION", "InputError", "Target", "run_on_input"]

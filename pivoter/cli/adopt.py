@@ -18,6 +18,7 @@ import argparse
 import time
 from typing import Any
 
+from pivoter.apis.resources import RESOLUTIONS
 from pivoter.cli.exitcodes import ExitCode
 from pivoter.cli.output import emit, error
 from pivoter.kube import Kube, KubeConfigError, KubeError, NotFound, load_client
@@ -30,7 +31,6 @@ from pivoter.olmv0 import (
     survey,
     undo,
 )
-from pivoter.resolutions import RESOLUTIONS
 
 __all__ = ["run"]
 

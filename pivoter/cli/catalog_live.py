@@ -24,13 +24,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from pivoter.apis import pivoter as api
-from pivoter.catalogs.reconciler import CATALOGS
+from pivoter.apis.conditions import find
+from pivoter.apis.resources import CATALOGS
 from pivoter.catalogserver.httpserver import CatalogHTTPServer
 from pivoter.catalogserver.reload import Reloader
 from pivoter.cli.exitcodes import ExitCode
 from pivoter.cli.listen import check_bindable
 from pivoter.cli.output import emit, error
-from pivoter.controllers.conditions import find
 from pivoter.kube import Kube, KubeConfigError, KubeError, NotFound, load_client
 from pivoter.resolutions.walk import StepOutcome, Walker
 from resolver.catalog.errors import CatalogLoadError

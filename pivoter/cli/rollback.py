@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 
+from pivoter.apis.resources import RESOLUTIONS
 from pivoter.cli._inputs import (
     ANNOTATION_PINNED_REVISION,
     InputError,
@@ -18,7 +19,6 @@ from pivoter.cli._inputs import (
 )
 from pivoter.cli.exitcodes import ExitCode
 from pivoter.cli.output import emit
-from pivoter.resolutions import RESOLUTIONS
 
 __all__ = ["run"]
 

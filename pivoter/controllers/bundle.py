@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from pivoter.apis import rukpak
-from pivoter.controllers.conditions import FALSE, TRUE, UNKNOWN, find, set_condition
+from pivoter.apis.conditions import FALSE, TRUE, UNKNOWN, find, set_condition
+from pivoter.apis.resources import BUNDLES, CONFIG_MAPS, SECRETS
 from pivoter.controllers.sourcespec import source_spec
-from pivoter.kube import Kube, NotFound, Resource
+from pivoter.kube import Kube, NotFound
 from pivoter.runtime.controller import Result
 from provisioners.content import unpack_bundle
 from provisioners.errors import ProvisionerError
@@ -33,9 +34,6 @@ __all__ = ["BUNDLES", "CLASS_FORMATS", "BundleReconciler", "bundle_format_for"]
 
 log = logging.getLogger(__name__)
 
-BUNDLES = Resource(rukpak.API_VERSION, "Bundle", "bundles", namespaced=False)
-SECRETS = Resource("v1", "Secret", "secrets", namespaced=True)
-CONFIG_MAPS = Resource("v1", "ConfigMap", "configmaps", namespaced=True)
 
 CLASS_FORMATS = {
     rukpak.CLASS_PLAIN: "plain+v0",

@@ -33,10 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from pivoter.apis import rukpak
-from pivoter.controllers import drift, health
-from pivoter.controllers.bundle import BUNDLES, BundleReconciler, bundle_format_for
-from pivoter.controllers.bundlecontent import BundleContent
-from pivoter.controllers.conditions import (
+from pivoter.apis.conditions import (
     FALSE,
     TRUE,
     UNKNOWN,
@@ -44,6 +41,11 @@ from pivoter.controllers.conditions import (
     find,
     set_conditions,
 )
+from pivoter.apis.inventory import inventory_of
+from pivoter.apis.resources import BUNDLE_DEPLOYMENTS, BUNDLES
+from pivoter.controllers import drift, health
+from pivoter.controllers.bundle import BundleReconciler, bundle_format_for
+from pivoter.controllers.bundlecontent import BundleContent
 from pivoter.controllers.contentapply import (
     Applied,
     InstallBlocked,
@@ -59,7 +61,7 @@ from pivoter.controllers.generatedbundles import (
     template_hash,
 )
 from pivoter.controllers.managedobjects import ManagedObjects
-from pivoter.kube import EventRecorder, Kube, KubeError, NotFound, Object, Resource
+from pivoter.kube import EventRecorder, Kube, KubeError, NotFound, Object
 from pivoter.kube.identities import Identities
 from pivoter.runtime.controller import Result
 from provisioners.apply.applier import Applier, Owner
@@ -67,7 +69,6 @@ from provisioners.apply.objects import LABEL_OWNER_KIND, LABEL_OWNER_NAME, Objec
 from provisioners.store import BundleStore
 
 __all__ = [
-    "BUNDLE_DEPLOYMENTS",
     "DRIFT_REPORT",
     "FINALIZER",
     "KIND",
@@ -78,15 +79,11 @@ __all__ = [
     "KeepOnDelete",
     "KeptObjects",
     "generated_bundle_name",
-    "inventory_of",
     "template_hash",
 ]
 
 log = logging.getLogger(__name__)
 
-BUNDLE_DEPLOYMENTS = Resource(
-    rukpak.API_VERSION, "BundleDeployment", "bundledeployments", namespaced=False
-)
 FINALIZER = "core.rukpak.io/uninstall"
 
 DRIFT_REPORT = "Report"  # spec.driftPolicy: report drift, leave it alone (default: Correct)
@@ -590,12 +587,6 @@ class BundleDeploymentReconciler:
         log.warning("bundledeployment %s: %s: %s", bd["metadata"]["name"], reason, note)
         if self.recorder is not None:
             self.recorder.warning(bd, reason, "Reconcile", note)
-
-
-def inventory_of(status: Mapping[str, Any] | None) -> list[ObjectRef]:
-    """The objects a BundleDeployment's ``status.inventory`` lists (none without a status): what
-    it installed, which the next apply and the uninstall prune against."""
-    return [ObjectRef.from_dict(ref) for ref in (status or {}).get("inventory") or []]
 
 
 def _waiting_for(bundle: Mapping[str, Any], status: Mapping[str, Any]) -> list[Condition]:

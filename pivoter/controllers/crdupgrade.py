@@ -18,7 +18,8 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pivoter.kube import Conflict, Kube, KubeAPI, NotFound, Resource
+from pivoter.apis.resources import CRDS
+from pivoter.kube import Conflict, Kube, KubeAPI, NotFound
 from provisioners.apply.objects import CRD_KIND
 from provisioners.crdsafety import (
     UnsafeCRDChange,
@@ -31,9 +32,6 @@ __all__ = ["preflight"]
 log = logging.getLogger(__name__)
 
 _CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-CRDS = Resource(
-    "apiextensions.k8s.io/v1", "CustomResourceDefinition", "customresourcedefinitions", False
-)
 
 
 def preflight(

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pivoter.apis import rukpak
-from pivoter.controllers.bundle import BUNDLES
+from pivoter.apis.resources import BUNDLES
 from pivoter.kube import Kube, KubeError, NotFound, Object
 from provisioners.apply.objects import LABEL_OWNER_KIND, LABEL_OWNER_NAME
 

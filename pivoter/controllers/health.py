@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from pivoter.controllers.conditions import find
+from pivoter.apis.conditions import find
 from pivoter.kube import Kube, KubeError, NotFound
 from provisioners.apply.objects import ObjectRef
 

@@ -12,12 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from pivoter.apis import rukpak
-from pivoter.controllers.bundle import BUNDLES, BundleReconciler
-from pivoter.controllers.bundledeployment import (
-    BUNDLE_DEPLOYMENTS,
-    BundleDeploymentReconciler,
-    KeepOnDelete,
-)
+from pivoter.apis.resources import BUNDLE_DEPLOYMENTS, BUNDLES
+from pivoter.controllers.bundle import BundleReconciler
+from pivoter.controllers.bundledeployment import BundleDeploymentReconciler, KeepOnDelete
 from pivoter.controllers.managedobjects import ManagedObjects
 from pivoter.kube import EventRecorder, Object
 from pivoter.runtime.manager import Manager

@@ -19,13 +19,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
-from pivoter.kube import EventRecorder, Kube, NotFound, Object, Resource
+from pivoter.apis.resources import NAMESPACES, RESOLUTIONS
+from pivoter.kube import EventRecorder, Kube, NotFound, Object
 from pivoter.olmv0 import handover
 from pivoter.olmv0.mapping import ANNOTATION_ADOPTION, LABEL_ADOPTED_FROM, resolution_name
 from pivoter.olmv0.refusals import refusals
 from pivoter.olmv0.resources import SUBSCRIPTIONS
 from pivoter.olmv0.survey import survey
-from pivoter.resolutions import RESOLUTIONS
 from pivoter.runtime.controller import Result
 from pivoter.runtime.manager import Manager
 
@@ -38,7 +38,6 @@ ANNOTATION_ADOPT = "pivoter.io/adopt"
 """``"true"`` on a Subscription, or on a Namespace for all its Subscriptions: adopt it."""
 ANNOTATION_REFUSED = "olmv0.pivoter.io/adoption-refused"
 """On a Subscription that asked: why it cannot be adopted (removed once it can)."""
-NAMESPACES = Resource("v1", "Namespace", "namespaces", False)
 STEP_PERIOD = 2.0
 REFUSED_PERIOD = 60.0
 

@@ -39,7 +39,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pivoter.controllers.bundledeployment import inventory_of
+from pivoter.apis.inventory import inventory_of
+from pivoter.apis.resources import RESOLUTIONS
 from pivoter.kube import Conflict, Kube, NotFound, Object
 from pivoter.olmv0 import quiet
 from pivoter.olmv0.mapping import (
@@ -60,7 +61,6 @@ from pivoter.olmv0.resources import (
 )
 from pivoter.olmv0.survey import Installed
 from pivoter.pivot import Children, ChildState, state_of
-from pivoter.resolutions import RESOLUTIONS
 from pivoter.resolvesets import InputRef
 
 __all__ = [

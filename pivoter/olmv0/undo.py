@@ -18,12 +18,12 @@ import contextlib
 import time
 from typing import Any
 
-from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS, inventory_of
+from pivoter.apis.inventory import inventory_of
+from pivoter.apis.resources import BUNDLE_DEPLOYMENTS, RESOLUTIONS
 from pivoter.kube import Conflict, Kube, NotFound, Object
 from pivoter.olmv0.mapping import ANNOTATION_ADOPTION, LABEL_ADOPTED_FROM, recorded_subscription
 from pivoter.olmv0.resources import CSVS, LABEL_OWNER, SUBSCRIPTIONS
 from pivoter.pivot import Children
-from pivoter.resolutions import RESOLUTIONS
 from pivoter.resolvesets import InputRef
 
 __all__ = ["adopted", "describe", "hand_back"]

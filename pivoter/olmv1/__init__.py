@@ -16,12 +16,7 @@ from pivoter.olmv1.extensions import (
     extension_spec,
 )
 from pivoter.olmv1.mode import Decision, Mode, OlmV1Error, decide
-from pivoter.olmv1.setup import (
-    CLUSTER_EXTENSIONS,
-    OlmV1,
-    cluster_extension_kind,
-    setup,
-)
+from pivoter.olmv1.setup import OlmV1, cluster_extension_kind, setup
 from pivoter.olmv1.status import extension_status
 
 __all__ = [
@@ -29,7 +24,6 @@ __all__ = [
     "ANNOTATION_AUTO_ROLLBACK",
     "ANNOTATION_DEPENDENCIES",
     "ANNOTATION_HISTORY_LIMIT",
-    "CLUSTER_EXTENSIONS",
     "ClusterCatalogReconciler",
     "Decision",
     "Mode",

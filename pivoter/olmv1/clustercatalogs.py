@@ -39,18 +39,13 @@ from pathlib import Path
 from typing import Any
 
 from pivoter.apis import olmv1
-from pivoter.catalogs import (
-    CLUSTER_CATALOGS,
-    CatalogCache,
-    CatalogProblem,
-    ImageCatalogSource,
-    SourceSettings,
-)
+from pivoter.apis.conditions import FALSE, TRUE, set_condition
+from pivoter.apis.resources import CLUSTER_CATALOGS
+from pivoter.catalogs import CatalogCache, CatalogProblem, ImageCatalogSource, SourceSettings
 from pivoter.catalogs.digest import content_digest
 from pivoter.catalogs.interval import retry_delay
 from pivoter.catalogserver.registry import RegistryView
 from pivoter.catalogserver.reload import Snapshot, SnapshotError
-from pivoter.controllers.conditions import FALSE, TRUE, set_condition
 from pivoter.kube import Kube, NotFound, Object
 from pivoter.runtime.controller import Result
 from provisioners.sources import FetchOptions

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pivoter.apis import olmv1
-from pivoter.controllers.conditions import FALSE, TRUE, UNKNOWN
+from pivoter.apis.conditions import FALSE, TRUE, UNKNOWN
 from resolver.catalog.model import Deprecation
 
 __all__ = ["deprecation_conditions"]

@@ -27,16 +27,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pivoter.apis import olmv1
-from pivoter.kube import Forbidden, Kube, KubeError, NotFound, Object, Resource
+from pivoter.apis.resources import CRDS, LEASES
+from pivoter.kube import Forbidden, Kube, KubeError, NotFound, Object
 
 __all__ = ["OLM_LEASES", "Decision", "Mode", "OlmV1Error", "decide"]
 
 log = logging.getLogger(__name__)
 
-CRDS = Resource(
-    "apiextensions.k8s.io/v1", "CustomResourceDefinition", "customresourcedefinitions", False
-)
-LEASES = Resource("coordination.k8s.io/v1", "Lease", "leases", namespaced=True)
 OLM_LEASES = ("catalogd-operator-lock", "9c4404e7.operatorframework.io")
 """The leader-election Leases of catalogd and operator-controller (their ``main.go``)."""
 CRD_NAMES = (f"clusterextensions.{olmv1.GROUP}", f"clustercatalogs.{olmv1.GROUP}")

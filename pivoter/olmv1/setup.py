@@ -16,10 +16,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pivoter.apis import olmv1
-from pivoter.catalogs import CLUSTER_CATALOGS, CatalogCache, SourceSettings
+from pivoter.apis.resources import CLUSTER_CATALOGS, CLUSTER_EXTENSIONS
+from pivoter.catalogs import CatalogCache, SourceSettings
 from pivoter.catalogserver.httpserver import CatalogHTTPServer
-from pivoter.kube import EventRecorder, Resource
+from pivoter.kube import EventRecorder
 from pivoter.olmv1.clustercatalogs import ClusterCatalogReconciler, ServedCatalogs
 from pivoter.olmv1.extensions import Settings, extension_spec
 from pivoter.olmv1.status import status_function
@@ -31,7 +31,6 @@ from pivoter.runtime.manager import Manager
 
 __all__ = [
     "CATALOG_CONTROLLER",
-    "CLUSTER_EXTENSIONS",
     "EXTENSION_CONTROLLER",
     "CatalogdServer",
     "OlmV1",
@@ -41,9 +40,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-CLUSTER_EXTENSIONS = Resource(
-    olmv1.API_VERSION, "ClusterExtension", "clusterextensions", namespaced=False
-)
 CATALOG_CONTROLLER = "clustercatalogs"
 EXTENSION_CONTROLLER = "clusterextensions"
 

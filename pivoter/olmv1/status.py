@@ -28,8 +28,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pivoter.apis import olmv1
+from pivoter.apis.conditions import FALSE, TRUE, set_condition
 from pivoter.catalogs import CatalogCache
-from pivoter.controllers.conditions import FALSE, TRUE, set_condition
 from pivoter.olmv1.deprecation import deprecation_conditions
 from pivoter.olmv1.extensions import INVALID_CONFIGURATION, extension_spec, package_of
 from pivoter.pivot import ChildState

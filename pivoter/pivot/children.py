@@ -19,8 +19,8 @@ from typing import Any
 
 from pivoter.apis import olmv1, platform, rukpak
 from pivoter.apis import pivoter as pivoter_api
-from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS
-from pivoter.controllers.conditions import FALSE, TRUE, find
+from pivoter.apis.conditions import FALSE, TRUE, find
+from pivoter.apis.resources import BUNDLE_DEPLOYMENTS
 from pivoter.kube import Conflict, Kube, NotFound, Object, Resource
 from pivoter.pivot.naming import (
     ANNOTATION_BUNDLE,

@@ -27,10 +27,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from pivoter.apis import rukpak
-from pivoter.controllers.bundle import BUNDLES, BundleReconciler, bundle_format_for
+from pivoter.apis.conditions import FALSE, find
+from pivoter.apis.resources import BUNDLES
+from pivoter.controllers.bundle import BundleReconciler, bundle_format_for
 from pivoter.controllers.bundlecontent import BundleContent, convert
 from pivoter.controllers.bundledeployment import KIND, generated_bundle_name, template_hash
-from pivoter.controllers.conditions import FALSE, find
 from pivoter.kube import Conflict, Kube, KubeError, NotFound, Object
 from pivoter.kube.identities import Identities
 from pivoter.pivot.naming import (

@@ -3,7 +3,6 @@ grouped pivot path: :func:`setup` registers the controller for ``pivoter run``."
 
 from pivoter.platformoperators.controller import (
     CONTROLLER_NAME,
-    PLATFORM_OPERATORS,
     Settings,
     platform_operator_kind,
     setup,
@@ -12,7 +11,6 @@ from pivoter.platformoperators.status import installed_condition, platform_opera
 
 __all__ = [
     "CONTROLLER_NAME",
-    "PLATFORM_OPERATORS",
     "Settings",
     "installed_condition",
     "platform_operator_kind",

@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pivoter.apis import platform
+from pivoter.apis.resources import PLATFORM_OPERATORS
 from pivoter.catalogs import CatalogCache
-from pivoter.kube import EventRecorder, Resource
+from pivoter.kube import EventRecorder
 from pivoter.pivot import Preparer
 from pivoter.platformoperators.status import platform_operator_status
 from pivoter.resolutions import (
@@ -33,9 +33,6 @@ from resolver.rules.inputs import PackageRequest
 
 __all__ = ["CONTROLLER_NAME", "PLATFORM_OPERATORS", "Settings", "platform_operator_kind", "setup"]
 
-PLATFORM_OPERATORS = Resource(
-    platform.API_VERSION, "PlatformOperator", "platformoperators", namespaced=False
-)
 CONTROLLER_NAME = "platformoperators"
 
 

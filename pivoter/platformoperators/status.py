@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pivoter.apis import platform
-from pivoter.controllers.conditions import FALSE, TRUE, set_condition
+from pivoter.apis.conditions import FALSE, TRUE, set_condition
 from pivoter.pivot import ChildState, child_name
 from pivoter.resolutions.engine import Outcome, Status3
 from pivoter.resolutions.status import shared_dependencies, up_to_date

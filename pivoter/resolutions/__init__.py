@@ -5,13 +5,7 @@ shares: :class:`Engine` (the pivoter loop), :class:`InputReconciler` (fetch, del
 :class:`InputSpec` and :class:`Record`. See docs/pivot.md.
 """
 
-from pivoter.resolutions.controller import (
-    CONTROLLER_NAME,
-    RESOLUTIONS,
-    children_of,
-    resolution_kind,
-    setup,
-)
+from pivoter.resolutions.controller import CONTROLLER_NAME, children_of, resolution_kind, setup
 from pivoter.resolutions.engine import Engine, Outcome
 from pivoter.resolutions.inputs import FINALIZER, InputReconciler, Kind
 from pivoter.resolutions.plan import plan, summary
@@ -30,7 +24,6 @@ __all__ = [
     "ANNOTATION_RETRY",
     "CONTROLLER_NAME",
     "FINALIZER",
-    "RESOLUTIONS",
     "Engine",
     "InputReconciler",
     "InputSpec",

@@ -15,8 +15,9 @@ from typing import Any
 
 from pivoter.apis import olmv1
 from pivoter.apis import pivoter as api
-from pivoter.catalogs import CATALOGS, CLUSTER_CATALOGS, CatalogCache
-from pivoter.controllers.conditions import TRUE, find
+from pivoter.apis.conditions import TRUE, find
+from pivoter.apis.resources import CATALOGS, CLUSTER_CATALOGS
+from pivoter.catalogs import CatalogCache
 from pivoter.kube import Kube, NotFound, Object
 from resolver.rules.inputs import CatalogSource
 

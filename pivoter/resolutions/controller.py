@@ -17,10 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from pivoter.apis import pivoter as api
-from pivoter.catalogs import CATALOGS, CatalogCache, CatalogChange
-from pivoter.controllers.bundle import BUNDLES
-from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS
+from pivoter.apis.resources import BUNDLE_DEPLOYMENTS, BUNDLES, CATALOGS, CONFIG_MAPS, RESOLUTIONS
+from pivoter.catalogs import CatalogCache, CatalogChange
 from pivoter.kube import EventRecorder, Object, Resource
 from pivoter.pivot import ANNOTATION_INPUT, Preparer
 from pivoter.resolutions.catalogs import catalog_flips
@@ -31,12 +29,11 @@ from pivoter.resolutions.metrics import InputMetrics
 from pivoter.resolutions.relevance import Relevance
 from pivoter.resolutions.spec import from_resolution
 from pivoter.resolutions.status import resolution_status
-from pivoter.resolvesets import CONFIG_MAPS, REVISIONS_SELECTOR, RevisionStore, input_names
+from pivoter.resolvesets import REVISIONS_SELECTOR, RevisionStore, input_names
 from pivoter.runtime.manager import Manager
 
 __all__ = ["CONTROLLER_NAME", "RESOLUTIONS", "children_of", "register", "resolution_kind", "setup"]
 
-RESOLUTIONS = Resource(api.API_VERSION, "Resolution", "resolutions", namespaced=False)
 CONTROLLER_NAME = "resolutions"
 
 

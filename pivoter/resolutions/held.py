@@ -37,8 +37,8 @@ from typing import Any
 
 from pivoter.apis import pivoter as api
 from pivoter.apis import platform
+from pivoter.apis.resources import BUNDLE_DEPLOYMENTS
 from pivoter.catalogs import CatalogCache
-from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS
 from pivoter.kube import Kube, Resource
 from pivoter.pivot import (
     ANNOTATION_BUNDLE,

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pivoter.controllers.bundledeployment import inventory_of
+from pivoter.apis.inventory import inventory_of
 from pivoter.pivot import (
     Children,
     Pending,

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pivoter.apis import pivoter as api
-from pivoter.controllers.conditions import FALSE, TRUE, UNKNOWN, find, set_condition
+from pivoter.apis.conditions import FALSE, TRUE, UNKNOWN, find, set_condition
 from pivoter.pivot import REASON_CHILD_MISSING, ChildReport, ChildState, Phase
 from pivoter.resolutions.engine import Outcome, Status3
 

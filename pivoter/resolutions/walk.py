@@ -20,9 +20,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pivoter.apis import pivoter as api
-from pivoter.controllers.conditions import find
+from pivoter.apis.conditions import find
+from pivoter.apis.resources import RESOLUTIONS
 from pivoter.kube import Kube, NotFound
-from pivoter.resolutions.controller import RESOLUTIONS
 
 __all__ = ["INSTALLED", "StepOutcome", "Walker"]
 

@@ -32,20 +32,13 @@ from pivoter.resolvesets.naming import (
     label_value,
     revision_name,
 )
-from pivoter.resolvesets.revisions import (
-    CONFIG_MAPS,
-    RevisionState,
-    RevisionStore,
-    Verification,
-    WriteConflict,
-)
+from pivoter.resolvesets.revisions import RevisionState, RevisionStore, Verification, WriteConflict
 from pivoter.resolvesets.setup import setup
 
 __all__ = [
     "ANNOTATION_CHECKSUM",
     "ANNOTATION_INPUT",
     "ANNOTATION_SELECTION_HASH",
-    "CONFIG_MAPS",
     "DATA_KEY",
     "LABEL_INPUT_KIND",
     "LABEL_INPUT_NAME",

@@ -20,7 +20,8 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pivoter.kube import Conflict, Kube, NotFound, Resource
+from pivoter.apis.resources import CONFIG_MAPS
+from pivoter.kube import Conflict, Kube, NotFound
 from pivoter.resolvesets.document import Revision, decode, encode, selector
 from pivoter.resolvesets.history import revisions_to_remove
 from pivoter.resolvesets.metrics import RevisionMetrics
@@ -31,7 +32,6 @@ __all__ = ["CONFIG_MAPS", "RevisionState", "RevisionStore", "Verification", "Wri
 
 log = logging.getLogger(__name__)
 
-CONFIG_MAPS = Resource("v1", "ConfigMap", "configmaps", namespaced=True)
 MAX_ATTEMPTS = 20
 
 

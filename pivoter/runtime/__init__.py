@@ -21,7 +21,6 @@ from pivoter.runtime.controller import (
 )
 from pivoter.runtime.informer import EventHandler, Informer
 from pivoter.runtime.leader import (
-    LEASES,
     KubeLeaseLock,
     LeaderElectionConfig,
     LeaderElector,
@@ -33,7 +32,6 @@ from pivoter.runtime.queue import WorkQueue
 
 __all__ = [
     "DEFAULT_RESYNC",
-    "LEASES",
     "BucketRateLimiter",
     "Controller",
     "EventHandler",

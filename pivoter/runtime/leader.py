@@ -31,13 +31,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Protocol
 
+from pivoter.apis.resources import LEASES
 from pivoter.kube import KubeError, NotFound
 from pivoter.kube.client import Kube, Object
 from pivoter.observability.metrics import Metrics
-from provisioners.apply.resources import Resource
 
 __all__ = [
-    "LEASES",
     "KubeLeaseLock",
     "LeaderElectionConfig",
     "LeaderElector",
@@ -47,7 +46,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-LEASES = Resource("coordination.k8s.io/v1", "Lease", "leases", namespaced=True)
 JITTER = 1.2  # client-go's JitterFactor: retries are spread over [retry, retry * 1.2]
 
 

@@ -19,14 +19,14 @@ import os
 import threading
 from collections.abc import Mapping
 
-from pivoter.kube import Kube, KubeError, Resource
+from pivoter.apis.resources import PODS
+from pivoter.kube import Kube, KubeError
 
 __all__ = ["LABEL", "LeaderLabel"]
 
 log = logging.getLogger(__name__)
 
 LABEL = "pivoter.io/leader"
-PODS = Resource("v1", "Pod", "pods", namespaced=True)
 
 
 class LeaderLabel:

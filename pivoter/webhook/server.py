@@ -18,9 +18,9 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
-from pivoter.controllers.bundle import BUNDLES
+from pivoter.apis.resources import BUNDLES, CONFIG_MAPS
 from pivoter.httpserving import BackgroundHTTPServer, ConnectionLimits
-from pivoter.kube import Kube, KubeError, NotFound, Resource
+from pivoter.kube import Kube, KubeError, NotFound
 from pivoter.kube.access import Subject, subject_access_review
 from pivoter.webhook.bundledeployments import validate_bundle_deployment
 from pivoter.webhook.bundles import validate_bundle
@@ -38,7 +38,6 @@ __all__ = ["PATHS", "WebhookServer"]
 
 log = logging.getLogger(__name__)
 
-CONFIG_MAPS = Resource("v1", "ConfigMap", "configmaps", namespaced=True)
 PATHS = {
     "bundles": "/validate-bundles",
     "configmaps": "/validate-configmaps",

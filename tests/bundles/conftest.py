@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from pivoter.controllers.bundle import BUNDLES, BundleReconciler
-from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS, BundleDeploymentReconciler
+from pivoter.apis.resources import BUNDLE_DEPLOYMENTS, BUNDLES
+from pivoter.controllers.bundle import BundleReconciler
+from pivoter.controllers.bundledeployment import BundleDeploymentReconciler
 from pivoter.kube import Kube, NotFound
 from pivoter.pivot import keep_on_delete
 from provisioners.store import BundleStore

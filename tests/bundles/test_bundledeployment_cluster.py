@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pivoter.controllers.bundle import BUNDLES
+from pivoter.apis.resources import BUNDLES
 from pivoter.kube import NotFound
 from provisioners.store import StoreError
 from tests.bundles.conftest import Harness, condition, is_

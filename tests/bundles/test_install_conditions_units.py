@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from pivoter.apis import rukpak
+from pivoter.apis.conditions import FALSE, TRUE, UNKNOWN, Condition, set_conditions
 from pivoter.controllers.bundledeployment import _installed, _Outcome, _waiting_for
-from pivoter.controllers.conditions import FALSE, TRUE, UNKNOWN, Condition, set_conditions
 from provisioners.apply.objects import ObjectRef
 
 BUNDLE = "web-abc"

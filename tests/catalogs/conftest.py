@@ -20,13 +20,8 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from pivoter.catalogs import (
-    CATALOGS,
-    CatalogCache,
-    CatalogChange,
-    CatalogReconciler,
-    SourceSettings,
-)
+from pivoter.apis.resources import CATALOGS
+from pivoter.catalogs import CatalogCache, CatalogChange, CatalogReconciler, SourceSettings
 from pivoter.catalogs.metrics import CatalogMetrics
 from pivoter.catalogserver.grpcserver import build_server
 from pivoter.catalogserver.httpserver import CatalogHTTPServer

@@ -10,10 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from pivoter.apis.resources import CATALOG_SOURCES, CATALOGS, CLUSTER_CATALOGS
 from pivoter.catalogs import (
-    CATALOG_SOURCES,
-    CATALOGS,
-    CLUSTER_CATALOGS,
     CONFIGS_LABEL,
     REASON_INVALID,
     CatalogCache,

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
+from pivoter.apis.resources import LEASES, PODS
 from pivoter.kube import Kube, Resource
 from pivoter.observability import Metrics
 from pivoter.runtime import (
-    LEASES,
     KubeLeaseLock,
     LeaderElectionConfig,
     LeaderElector,
@@ -24,7 +24,7 @@ from pivoter.runtime import (
     ManagerExit,
     Result,
 )
-from pivoter.runtime.leaderlabel import LABEL, PODS, LeaderLabel
+from pivoter.runtime.leaderlabel import LABEL, LeaderLabel
 from tests.cluster import wait_for
 
 pytestmark = pytest.mark.cluster

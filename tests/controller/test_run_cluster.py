@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from pivoter.apis.resources import LEASES
 from pivoter.kube import Kube, NotFound
-from pivoter.runtime import LEASES
 from tests.cluster import TestCluster, wait_for
 from tests.ports import free_port
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import yaml
 
+from pivoter.apis.resources import BUNDLE_DEPLOYMENTS
 from pivoter.controllers import provisioning
-from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS
 from pivoter.kube import EventRecorder, Kube, NotFound, Resource, load_client
 from pivoter.pivot import keep_on_delete
 from pivoter.runtime.manager import Manager

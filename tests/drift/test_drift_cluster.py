@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS
+from pivoter.apis.resources import BUNDLE_DEPLOYMENTS
 from pivoter.kube import NotFound, Resource
 from tests import manifests
 from tests.cluster import session_labels, unique_name, wait_for

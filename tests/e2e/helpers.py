@@ -14,8 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pivoter.controllers.bundle import BUNDLES
-from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS
+from pivoter.apis.resources import BUNDLE_DEPLOYMENTS, BUNDLES
 from pivoter.kube import Conflict, Kube, NotFound, Resource
 from tests.cluster import session_labels, unique_name, wait_for
 from tests.e2e.daemon import Daemon

@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from pivoter.catalogs import CATALOGS, REASON_INVALID
+from pivoter.apis.resources import CATALOGS
+from pivoter.catalogs import REASON_INVALID
 from pivoter.kube import NotFound
 from tests.cluster import session_labels, unique_name, wait_for
 from tests.e2e.helpers import E2E, condition

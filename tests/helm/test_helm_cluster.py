@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS
+from pivoter.apis.resources import BUNDLE_DEPLOYMENTS
 from pivoter.kube import NotFound
 from tests.bundles.conftest import Harness, condition, is_
 from tests.cluster import session_labels, unique_name

@@ -21,10 +21,10 @@ from typing import Any
 
 import pytest
 
+from pivoter.apis.resources import RESOLUTIONS
 from pivoter.kube import NotFound, Resource
 from pivoter.olmv0.mapping import ANNOTATION_ADOPTION, resolution_name
 from pivoter.olmv0.resources import INSTALL_PLANS, LABEL_OWNER
-from pivoter.resolutions import RESOLUTIONS
 from tests.catalogs.conftest import CatalogServer
 from tests.cluster import TestCluster, session_labels, unique_name, wait_for
 from tests.olmv0.content import BundleDir, new_version, push_bundle, read_bundle, write_fbc

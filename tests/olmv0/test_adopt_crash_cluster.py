@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
+from pivoter.apis.resources import RESOLUTIONS
 from pivoter.kube import NotFound
 from pivoter.olmv0 import handover
 from pivoter.olmv0.controller import ANNOTATION_ADOPT
 from pivoter.olmv0.mapping import ANNOTATION_ADOPTION, resolution_name
 from pivoter.olmv0.resources import LABEL_OWNER
-from pivoter.resolutions import RESOLUTIONS
 from tests.cluster import TestCluster, wait_for
 from tests.e2e.daemon import Daemon
 from tests.olmv0.content import BundleDir, read_bundle

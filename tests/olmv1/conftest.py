@@ -20,12 +20,11 @@ import pytest
 import yaml
 
 from pivoter import catalogs, olmv1, platformoperators, resolutions, resolvesets
-from pivoter.catalogs import CLUSTER_CATALOGS, SourceSettings
+from pivoter.apis.resources import BUNDLE_DEPLOYMENTS, CLUSTER_CATALOGS, CLUSTER_EXTENSIONS
+from pivoter.catalogs import SourceSettings
 from pivoter.controllers import provisioning
-from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS
 from pivoter.kube import Conflict, Kube, NotFound, Resource, load_client
 from pivoter.kube.identities import Identities
-from pivoter.olmv1 import CLUSTER_EXTENSIONS
 from pivoter.pivot import Preparer, keep_on_delete
 from pivoter.resolvesets import RevisionStore
 from pivoter.runtime import Manager

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from pivoter.catalogs import CLUSTER_CATALOGS
+from pivoter.apis.resources import CLUSTER_CATALOGS
 from pivoter.kube import NotFound
 from tests.olmv1.conftest import Olm, condition, reports
 from tests.olmv1.content import Bundle, Package

@@ -15,11 +15,9 @@ from typing import Any
 
 import pytest
 
-from pivoter.catalogs import CLUSTER_CATALOGS
+from pivoter.apis.resources import BUNDLE_DEPLOYMENTS, CLUSTER_CATALOGS, RESOLUTIONS
 from pivoter.cli.main import main
-from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS
 from pivoter.kube import NotFound
-from pivoter.resolutions import RESOLUTIONS
 from tests.cluster import TestCluster, session_labels, unique_name, wait_for
 from tests.olmv1.conftest import Olm, condition, reports
 from tests.olmv1.content import Bundle, Package, group_of, push_catalog

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from pivoter.catalogs import CLUSTER_CATALOGS
+from pivoter.apis.resources import CLUSTER_CATALOGS
 from tests.olmv1.conftest import Olm, condition, reports
 from tests.olmv1.content import Bundle, Package, push_catalog
 

@@ -18,10 +18,8 @@ import pytest
 
 from pivoter import olmv1
 from pivoter.apis.olmv1 import ANNOTATION_CRD_SOURCE, UPSTREAM
-from pivoter.catalogs import CLUSTER_CATALOGS
-from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS
+from pivoter.apis.resources import BUNDLE_DEPLOYMENTS, CLUSTER_CATALOGS, CLUSTER_EXTENSIONS
 from pivoter.kube import Forbidden, Invalid, Kube, KubeError, NotFound, load_client
-from pivoter.olmv1 import CLUSTER_EXTENSIONS
 from tests.cluster import TestCluster, session_labels, unique_name, wait_for
 from tests.e2e.daemon import Daemon, free_port
 from tests.olmv1.conftest import CRDS, reports

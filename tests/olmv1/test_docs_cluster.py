@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pivoter.catalogs import CLUSTER_CATALOGS
+from pivoter.apis.resources import CLUSTER_CATALOGS
 from pivoter.kube import NotFound
 from tests.cluster import wait_for
 from tests.olmv1.conftest import Olm, reports

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from pivoter.catalogs import CLUSTER_CATALOGS
+from pivoter.apis.resources import CLUSTER_CATALOGS
 from tests.cluster import session_labels
 from tests.olmv1.conftest import Olm, condition, reports
 from tests.olmv1.content import Bundle, Package

@@ -32,11 +32,10 @@ from typing import Any
 import pytest
 
 from pivoter import catalogs, olmv1
-from pivoter.catalogs import CLUSTER_CATALOGS, SourceSettings
+from pivoter.apis.resources import BUNDLE_DEPLOYMENTS, CLUSTER_CATALOGS, CLUSTER_EXTENSIONS
+from pivoter.catalogs import SourceSettings
 from pivoter.catalogserver.httpserver import CatalogHTTPServer
-from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS
 from pivoter.kube import Kube, NotFound, load_client
-from pivoter.olmv1 import CLUSTER_EXTENSIONS
 from pivoter.olmv1.setup import CatalogdServer
 from pivoter.runtime import Manager
 from tests import tools

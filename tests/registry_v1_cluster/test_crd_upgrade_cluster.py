@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS
+from pivoter.apis.resources import BUNDLE_DEPLOYMENTS
 from tests import manifests
 from tests.cluster import session_labels, unique_name, wait_for
 from tests.drift.running import Pivoter, condition

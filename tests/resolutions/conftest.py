@@ -19,14 +19,13 @@ import pytest
 import yaml
 
 from pivoter import catalogs, platformoperators, resolutions, resolvesets
-from pivoter.catalogs import CATALOGS, SourceSettings
+from pivoter.apis.resources import BUNDLE_DEPLOYMENTS, CATALOGS, PLATFORM_OPERATORS, RESOLUTIONS
+from pivoter.catalogs import SourceSettings
 from pivoter.controllers import provisioning
-from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS
 from pivoter.kube import Kube, NotFound, load_client
 from pivoter.kube.identities import Identities
 from pivoter.pivot import Preparer, keep_on_delete
-from pivoter.platformoperators import PLATFORM_OPERATORS
-from pivoter.resolutions import RESOLUTIONS, InputReconciler
+from pivoter.resolutions import InputReconciler
 from pivoter.resolvesets import RevisionStore
 from pivoter.runtime import Manager
 from tests.catalogs.conftest import CatalogServer

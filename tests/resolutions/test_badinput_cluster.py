@@ -17,11 +17,10 @@ from typing import Any
 import pytest
 import yaml
 
-from pivoter.catalogs import CATALOGS
+from pivoter.apis.resources import CATALOGS, CONFIG_MAPS, RESOLUTIONS
 from pivoter.kube import EventRecorder
 from pivoter.kube.events import EVENTS
-from pivoter.resolutions import RESOLUTIONS
-from pivoter.resolvesets import CONFIG_MAPS, InputRef, revision_name
+from pivoter.resolvesets import InputRef, revision_name
 from tests.cluster import session_labels, unique_name, wait_for
 from tests.resolutions.conftest import Env, condition, is_
 from tests.resolutions.helpers import (
@@ -387,7 +386,7 @@ def test_an_edit_racing_a_resolution_is_still_reported(
 
 
 def test_child_deleted_by_hand_is_reported_and_recreated(env: Env) -> None:
-    from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS
+    from pivoter.apis.resources import BUNDLE_DEPLOYMENTS
 
     assert env.reconciler is not None
     env.reconciler.recorder = EventRecorder(

@@ -8,9 +8,8 @@ import json
 
 import pytest
 
-from pivoter.catalogs.reconciler import CATALOGS
+from pivoter.apis.resources import CATALOGS, RESOLUTIONS
 from pivoter.cli.main import main
-from pivoter.resolutions import RESOLUTIONS
 from tests.cluster import TestCluster
 from tests.resolutions.conftest import Env
 from tests.resolutions.helpers import Version, config_map, missing_kind

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
+from pivoter.apis.resources import RESOLUTIONS
 from pivoter.cli.main import main
-from pivoter.resolutions import RESOLUTIONS
 from tests.cluster import TestCluster
 from tests.resolutions.conftest import Env, is_
 from tests.resolutions.helpers import Version, config_map

@@ -24,9 +24,8 @@ from typing import Any
 
 import pytest
 
-from pivoter.controllers.bundle import BUNDLES
+from pivoter.apis.resources import BUNDLES, RESOLUTIONS
 from pivoter.kube import NotFound
-from pivoter.resolutions import RESOLUTIONS
 from tests.cluster import TestCluster, wait_for
 from tests.e2e.daemon import Daemon
 from tests.resolutions.conftest import REPO, Env, is_

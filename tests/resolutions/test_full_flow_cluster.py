@@ -15,9 +15,8 @@ from typing import Any
 
 import pytest
 
-from pivoter.catalogs import CATALOGS
+from pivoter.apis.resources import CATALOGS, RESOLUTIONS
 from pivoter.cli.main import main
-from pivoter.resolutions import RESOLUTIONS
 from pivoter.resolvesets import InputRef
 from tests.cluster import TestCluster
 from tests.resolutions.broken import fails_after_dry_run

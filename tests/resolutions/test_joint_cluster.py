@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from pivoter.resolutions import RESOLUTIONS
+from pivoter.apis.resources import RESOLUTIONS
 from tests.resolutions.conftest import Env, condition, is_
 from tests.resolutions.helpers import Publisher, Version, config_map
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pivoter.catalogs import CATALOGS
+from pivoter.apis.resources import CATALOGS
 from tests.resolutions.conftest import Env, is_
 from tests.resolutions.helpers import Version, config_map
 from tests.wire.conftest import OpmServer

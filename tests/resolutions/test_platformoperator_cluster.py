@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from pivoter.platformoperators import PLATFORM_OPERATORS
+from pivoter.apis.resources import PLATFORM_OPERATORS
 from tests.resolutions.conftest import Env, condition, is_
 from tests.resolutions.helpers import Version, config_map
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from pivoter.controllers.bundle import BUNDLES
+from pivoter.apis.resources import BUNDLES
 from pivoter.kube import NotFound, Resource
 from pivoter.pivot import children_selector
 from pivoter.resolvesets import InputRef

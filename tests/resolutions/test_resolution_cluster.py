@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pivoter.resolutions import RESOLUTIONS
+from pivoter.apis.resources import RESOLUTIONS
 from pivoter.resolvesets import InputRef
 from tests.resolutions.conftest import Env, condition, is_
 from tests.resolutions.helpers import Version, config_map, missing_kind
@@ -314,7 +314,7 @@ def test_second_input_for_an_installed_package_gets_a_conflict(env: Env) -> None
 
 
 def test_child_deleted_by_hand_is_recreated(env: Env) -> None:
-    from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS
+    from pivoter.apis.resources import BUNDLE_DEPLOYMENTS
 
     env.publisher.add("web", Version("1.0.0", config_map("web", env.namespace, version="1")))
     env.publish()
@@ -373,7 +373,8 @@ def test_catalog_dropping_the_installed_bundle_keeps_it_running(env: Env) -> Non
 
 
 def test_revision_deleted_by_hand_is_reported_and_rebuilt(env: Env) -> None:
-    from pivoter.resolvesets import CONFIG_MAPS, revision_name
+    from pivoter.apis.resources import CONFIG_MAPS
+    from pivoter.resolvesets import revision_name
 
     env.publisher.add("web", Version("1.0.0", config_map("web", env.namespace, version="1")))
     env.publish()
@@ -393,7 +394,7 @@ def test_revision_deleted_by_hand_is_reported_and_rebuilt(env: Env) -> None:
 
 
 def test_orphan_deletion_policy_leaves_the_bundles_running(env: Env) -> None:
-    from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS
+    from pivoter.apis.resources import BUNDLE_DEPLOYMENTS
     from tests.cluster import wait_for
 
     env.publisher.add("web", Version("1.0.0", config_map("web", env.namespace, version="1")))

@@ -23,13 +23,11 @@ from typing import Any
 import pytest
 import yaml
 
+from pivoter.apis.resources import BUNDLE_DEPLOYMENTS, CONFIG_MAPS, PLATFORM_OPERATORS, RESOLUTIONS
 from pivoter.cli.main import main
-from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS
 from pivoter.kube import EventRecorder, NotFound
 from pivoter.kube.events import EVENTS
-from pivoter.platformoperators import PLATFORM_OPERATORS
-from pivoter.resolutions import RESOLUTIONS
-from pivoter.resolvesets import CONFIG_MAPS, InputRef, revision_name
+from pivoter.resolvesets import InputRef, revision_name
 from tests.cluster import TestCluster, wait_for
 from tests.resolutions.conftest import Env, condition, is_
 from tests.resolutions.helpers import Version, config_map

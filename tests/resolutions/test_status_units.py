@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pivoter.controllers.conditions import find
+from pivoter.apis.conditions import find
 from pivoter.pivot import ChildReport, ChildState
 from pivoter.resolutions.engine import Outcome
 from pivoter.resolutions.record import Record

@@ -8,15 +8,9 @@ from typing import Any
 
 import pytest
 
+from pivoter.apis.resources import CONFIG_MAPS
 from pivoter.kube import Invalid, Kube
-from pivoter.resolvesets import (
-    CONFIG_MAPS,
-    DATA_KEY,
-    InputRef,
-    RevisionState,
-    RevisionStore,
-    revision_name,
-)
+from pivoter.resolvesets import DATA_KEY, InputRef, RevisionState, RevisionStore, revision_name
 from tests.resolvesets.conftest import resolveset
 
 pytestmark = pytest.mark.cluster

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pivoter.controllers.conditions import MESSAGE_LIMIT, set_condition
+from pivoter.apis.conditions import MESSAGE_LIMIT, set_condition
 
 
 def test_control_characters_in_a_message_are_masked_but_lines_kept() -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 from kubernetes.client import ApiClient, Configuration
 
-from pivoter.controllers.bundledeployment import inventory_of
+from pivoter.apis.inventory import inventory_of
 from pivoter.kube import MERGE_PATCH, Kube, Resource
 from provisioners.apply.objects import ObjectRef
 

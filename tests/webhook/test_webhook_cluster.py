@@ -13,11 +13,8 @@ from typing import Any
 
 import pytest
 
-from pivoter.controllers.bundle import BUNDLES
-from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS
+from pivoter.apis.resources import BUNDLE_DEPLOYMENTS, BUNDLES, PLATFORM_OPERATORS, RESOLUTIONS
 from pivoter.kube import Forbidden, Invalid, Kube, KubeError, NotFound, apply, load_client
-from pivoter.platformoperators.controller import PLATFORM_OPERATORS
-from pivoter.resolutions.controller import RESOLUTIONS
 from pivoter.webhook.registration import NAME, configuration
 from pivoter.webhook.server import WebhookServer
 from provisioners.certs import issue_serving_certificate

@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from pivoter.controllers.bundle import BUNDLES
+from pivoter.apis.resources import BUNDLES
 from pivoter.kube import Forbidden, Invalid, Kube, KubeError, NotFound, load_client
 from pivoter.webhook.registration import NAME
 from tests.cluster import TestCluster, session_labels, unique_name, wait_for
