@@ -46,8 +46,7 @@ sys.path.insert(0, str(ROOT))
 import yaml  # noqa: E402
 
 from bench.bundle_install import Files, deployment_body, installed  # noqa: E402
-from pivoter.controllers.bundle import BUNDLES  # noqa: E402
-from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS  # noqa: E402
+from pivoter.apis.resources import BUNDLE_DEPLOYMENTS, BUNDLES  # noqa: E402
 from pivoter.kube import Kube, NotFound, load_client  # noqa: E402
 from provisioners.apply.applier import APPLY_CONCURRENCY, Applier, Owner  # noqa: E402
 from provisioners.apply.kubeapi import KubeAPI  # noqa: E402

@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 
 import yaml  # noqa: E402
 
-from pivoter.controllers.bundledeployment import BUNDLE_DEPLOYMENTS  # noqa: E402
+from pivoter.apis.resources import BUNDLE_DEPLOYMENTS  # noqa: E402
 from pivoter.kube import Kube, NotFound, load_client  # noqa: E402
 from provisioners.apply.applier import Applier, Owner  # noqa: E402
 from provisioners.apply.kubeapi import KubeAPI  # noqa: E402

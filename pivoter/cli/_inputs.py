@@ -1,9 +1,8 @@
 """What the input commands (``history``, ``rollback``, ``unpin``, ``plan``, ``approve``) share:
 reaching the cluster and reading the input's revisions (their flags:
-:mod:`pivoter.cli.commands.inputs`).
+:func:`pivoter.cli.commands._common.add_input_arguments`).
 
-``INPUT`` is ``NAME`` (a Resolution), ``resolution/NAME``, ``platformoperator/NAME`` or
-``clusterextension/NAME`` (OLM v1's, when pivoter serves it).
+``INPUT`` is read by :class:`pivoter.cli.flags.InputSpec` into the kind and the name.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pivoter.apis.resources import CLUSTER_EXTENSIONS, PLATFORM_OPERATORS, RESOLUTIONS
+from pivoter.apis.inputs import input_kind
 from pivoter.cli.exitcodes import ExitCode
 from pivoter.cli.output import error
 from pivoter.kube import Kube, KubeConfigError, KubeError, NotFound, Resource, load_client
@@ -21,12 +20,6 @@ from pivoter.resolutions import ANNOTATION_PINNED_REVISION
 from pivoter.resolvesets import InputRef, RevisionStore
 
 __all__ = ["ANNOTATION_PINNED_REVISION", "InputError", "Target", "run_on_input"]
-
-_KINDS = {
-    "resolution": RESOLUTIONS,
-    "platformoperator": PLATFORM_OPERATORS,
-    "clusterextension": CLUSTER_EXTENSIONS,
-}
 
 
 class InputError(Exception):
@@ -53,26 +46,11 @@ class Target:
         return self.kube.merge_patch(self.resource, self.ref.name, patch)
 
 
-def _parse(text: str) -> tuple[Resource, str]:
-    kind, sep, name = text.partition("/")
-    if not sep:
-        return RESOLUTIONS, text
-    resource = _KINDS.get(kind.lower().removesuffix("s"))
-    if resource is None or not name:
-        raise InputError(
-            f"INPUT {text!r}: expected NAME, resolution/NAME, platformoperator/NAME or "
-            "clusterextension/NAME"
-        )
-    return resource, name
-
-
 def run_on_input(args: argparse.Namespace, body: Callable[[Target], int]) -> int:
     """Read the input named by ``args`` and run ``body`` on it, mapping errors to exit codes."""
-    try:
-        resource, name = _parse(args.input)
-    except InputError as exc:
-        error(str(exc))
-        return int(ExitCode.INVALID)
+    entry = input_kind(args.input.kind)
+    assert entry is not None  # the converter read the kind from the registry
+    resource, name = entry.resource, args.input.name
     try:
         kube = Kube(load_client(args.kubeconfig))
     except KubeConfigError as exc:

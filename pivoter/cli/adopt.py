@@ -16,36 +16,82 @@ from __future__ import annotations
 
 import argparse
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pivoter.apis.resources import RESOLUTIONS
-from pivoter.cli.exitcodes import ExitCode
-from pivoter.cli.output import emit, error
-from pivoter.kube import Kube, KubeConfigError, KubeError, NotFound, load_client
-from pivoter.olmv0 import (
-    handover,
-    mapping,
-    namespace_refusals,
-    plan_for,
-    refusals,
-    survey,
-    undo,
+from pivoter.cli.commands._common import (
+    Subparsers,
+    add_command,
+    add_kubeconfig_flag,
+    add_output_flag,
+    set_handler,
 )
+from pivoter.cli.exitcodes import ExitCode
+from pivoter.cli.flags import Name, ObjectKey, ObjectRef, Seconds
+from pivoter.cli.output import emit, error
 
-__all__ = ["run"]
+if TYPE_CHECKING:
+    from pivoter.kube import Kube
+
+__all__ = ["register", "run"]
 
 POLL = 1.0
 
 
+def register(subparsers: Subparsers) -> None:
+    """Add ``adopt``."""
+    adopt = add_command(
+        subparsers,
+        "adopt",
+        "take over operators OLM v0 installed (a Subscription, or every Subscription of a "
+        "namespace) without reinstalling them; --undo hands them back",
+    )
+    which = adopt.add_mutually_exclusive_group(required=True)
+    which.add_argument(
+        "--subscription",
+        type=ObjectRef(),
+        metavar="NAMESPACE/NAME",
+        help="the OLM v0 Subscription to adopt",
+    )
+    which.add_argument(
+        "--olm-namespace",
+        type=Name("dns-label", "namespace"),
+        metavar="NAMESPACE",
+        help="adopt every Subscription of this namespace (one Resolution each)",
+    )
+    adopt.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the plan (or the reasons it is refused) and change nothing",
+    )
+    adopt.add_argument(
+        "--undo",
+        action="store_true",
+        help="hand adopted operators back to OLM v0 (re-creates their Subscriptions)",
+    )
+    adopt.add_argument(
+        "--timeout",
+        type=Seconds(),
+        default=600.0,
+        metavar="SECONDS",
+        help="how long to wait for each adoption (default %(default)g)",
+    )
+    add_kubeconfig_flag(adopt)
+    add_output_flag(adopt)
+    set_handler(adopt, run)
+
+
 def _targets(args: argparse.Namespace) -> tuple[str, str]:
-    if args.subscription:
-        namespace, _, name = str(args.subscription).partition("/")
-        return namespace, name
-    return str(args.olm_namespace), ""
+    """The Subscription's namespace and name, or ``--olm-namespace`` and ``""`` (all of it)."""
+    subscription: ObjectKey | None = args.subscription
+    if subscription is not None:
+        return subscription.namespace, subscription.name
+    return args.olm_namespace, ""
 
 
 def run(args: argparse.Namespace) -> int:
     """Handle ``pivoter adopt``."""
+    from pivoter.kube import Kube, KubeConfigError, KubeError, load_client
+
     try:
         kube = Kube(load_client(args.kubeconfig))
     except KubeConfigError as exc:
@@ -61,6 +107,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _adopt(kube: Kube, args: argparse.Namespace) -> int:
+    from pivoter.kube import NotFound
+    from pivoter.olmv0 import handover, mapping, namespace_refusals, plan_for, refusals, survey
+
     namespace, name = _targets(args)
     try:
         found = survey(kube, namespace, name)
@@ -94,6 +143,9 @@ def _adopt(kube: Kube, args: argparse.Namespace) -> int:
 
 
 def _existing(kube: Kube, name: str) -> dict[str, Any] | None:
+    from pivoter.apis.resources import RESOLUTIONS
+    from pivoter.kube import NotFound
+
     try:
         return kube.get(RESOLUTIONS, name)
     except NotFound:
@@ -102,6 +154,8 @@ def _existing(kube: Kube, name: str) -> dict[str, Any] | None:
 
 def _drive(kube: Kube, resolution: str, timeout: float) -> dict[str, str]:
     """Advance one adoption until it is done or ``timeout`` passes."""
+    from pivoter.olmv0 import handover
+
     deadline = time.monotonic() + timeout
     last = ""
     while True:
@@ -121,6 +175,8 @@ def _drive(kube: Kube, resolution: str, timeout: float) -> dict[str, str]:
 
 
 def _undo(kube: Kube, args: argparse.Namespace) -> int:
+    from pivoter.olmv0 import undo
+
     namespace, name = _targets(args)
     adopted = undo.adopted(kube, namespace, name)
     if not adopted:

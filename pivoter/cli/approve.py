@@ -8,17 +8,38 @@ selection published meanwhile needs its own approval.
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from pivoter.cli._inputs import InputError, Target, run_on_input
+from pivoter.cli.commands._common import Subparsers, add_command, add_input_arguments, set_handler
 from pivoter.cli.exitcodes import ExitCode
+from pivoter.cli.flags import Count
 from pivoter.cli.output import emit
-from pivoter.resolutions import ANNOTATION_APPROVED_REVISION
 
-__all__ = ["run"]
+if TYPE_CHECKING:
+    from pivoter.cli._inputs import Target
+
+__all__ = ["register", "run"]
+
+
+def register(subparsers: Subparsers) -> None:
+    """Add ``approve``."""
+    parser = add_command(
+        subparsers, "approve", "approve a pending pivot of an input with Manual approval"
+    )
+    add_input_arguments(parser)
+    parser.add_argument(
+        "--revision",
+        type=Count(),
+        metavar="N",
+        help="the revision to approve (default: the plan's)",
+    )
+    set_handler(parser, run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Handle ``pivoter approve``."""
+    from pivoter.cli._inputs import InputError, run_on_input
+    from pivoter.resolutions import ANNOTATION_APPROVED_REVISION
 
     def body(target: Target) -> int:
         number = args.revision

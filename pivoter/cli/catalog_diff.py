@@ -3,7 +3,7 @@
 Prints one line per (package, channel, installed bundle) that changes: new head, new path, now
 stranded, now deprecated, removed (see :mod:`resolver.channeltest.diff`), or ``-o json``. Exit 0
 whatever changed (the diff is information), 1 when a catalog cannot be read, 3 when ``--package``
-is in neither catalog. Its flags: :mod:`pivoter.cli.commands.catalog`.
+is in neither catalog.
 """
 
 from __future__ import annotations
@@ -11,15 +11,45 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from pivoter.cli.commands._common import Subparsers, add_command, add_output_flag, set_handler
 from pivoter.cli.exitcodes import ExitCode
+from pivoter.cli.flags import Directory, Name
 from pivoter.cli.output import emit, error
-from resolver.catalog.errors import CatalogLoadError
-from resolver.channeltest.diff import diff_catalogs
-from resolver.channeltest.loading import load_for_test
+
+__all__ = ["register", "run"]
+
+
+def register(subparsers: Subparsers) -> None:
+    """Add ``catalog diff``."""
+    parser = add_command(subparsers, "diff", "show what users of an old catalog get from a new one")
+    add_output_flag(parser)
+    parser.add_argument(
+        "old",
+        metavar="OLD",
+        type=Directory("catalog"),
+        help="the catalog directory users installed from",
+    )
+    parser.add_argument(
+        "new",
+        metavar="NEW",
+        type=Directory("catalog"),
+        help="the catalog directory about to be published",
+    )
+    parser.add_argument(
+        "--package", type=Name("text", "--package"), help="compare only this package"
+    )
+    parser.add_argument(
+        "--no-cache", action="store_true", help="do not use the parsed-catalog cache"
+    )
+    set_handler(parser, run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Handle ``pivoter catalog diff``."""
+    from resolver.catalog.errors import CatalogLoadError
+    from resolver.channeltest.diff import diff_catalogs
+    from resolver.channeltest.loading import load_for_test
+
     try:
         old, _ = load_for_test(args.old, use_cache=not args.no_cache)
         new, _ = load_for_test(args.new, use_cache=not args.no_cache)

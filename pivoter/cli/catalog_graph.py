@@ -4,39 +4,82 @@
 ``.mmd``/``.mermaid``) or one of those format names alone to print on stdout. SVG and PNG are laid
 out by graphviz's ``dot`` (install it with ``hack/tools.sh graphviz``), with a time limit; a
 package too large to lay out is refused with a message saying how to narrow it. The drawing
-itself is :mod:`resolver.channeltest.render`. Its flags: :mod:`pivoter.cli.commands.catalog`.
+itself is :mod:`resolver.channeltest.render`.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
-import subprocess
 import sys
 
-from pivoter.cli.commands.catalog import GRAPH_FORMATS as FORMATS
+from pivoter.cli.commands._common import Subparsers, add_command, set_handler
 from pivoter.cli.exitcodes import ExitCode
+from pivoter.cli.flags import Count, Directory, Name, OutputPath, OutputTarget, Seconds
 from pivoter.cli.output import error
-from resolver.catalog.errors import CatalogLoadError
-from resolver.channeltest.graph import channel_graphs
-from resolver.channeltest.loading import load_for_test
-from resolver.channeltest.render import GraphTooLarge, to_dot, to_mermaid
+
+__all__ = ["DEFAULT_MAX_NODES", "FORMATS", "register", "run"]
+
+FORMATS = {
+    "svg": "svg",
+    "png": "png",
+    "dot": "dot",
+    "gv": "dot",
+    "mmd": "mermaid",
+    "mermaid": "mermaid",
+}
+"""``-o``: a file extension, or a format name alone (stdout), and the format it asks for."""
+
+DEFAULT_MAX_NODES = 600
+"""``resolver.channeltest.render.DEFAULT_MAX_NODES`` (``tests/unit/test_cli_imports.py`` checks
+that the two agree)."""
 
 
-def output_format(out: str) -> str:
-    """The format an ``-o`` value asks for ("" when unknown)."""
-    if out in FORMATS:
-        return FORMATS[out]
-    return FORMATS.get(os.path.splitext(out)[1].lstrip(".").lower(), "")
+def register(subparsers: Subparsers) -> None:
+    """Add ``catalog graph``."""
+    parser = add_command(subparsers, "graph", "draw a package's upgrade graph")
+    parser.add_argument(
+        "directory", metavar="DIR", type=Directory("catalog"), help="file-based catalog directory"
+    )
+    parser.add_argument(
+        "--package", required=True, type=Name("text", "--package"), help="the package to draw"
+    )
+    parser.add_argument(
+        "--channel",
+        type=Name("text", "--channel"),
+        help="draw only this channel (default: every channel)",
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        type=OutputPath("-o", stdout=tuple(FORMATS), extensions=tuple(FORMATS)),
+        metavar="OUT",
+        help="out.svg, out.png, out.dot or out.mmd; or svg|png|dot|mermaid for stdout",
+    )
+    parser.add_argument(
+        "--max-nodes",
+        type=Count(maximum=1_000_000),
+        default=DEFAULT_MAX_NODES,
+        help="refuse to draw more bundles than this (default %(default)s)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=Seconds(),
+        default=60.0,
+        help="seconds graphviz may take to lay the graph out (default %(default)g)",
+    )
+    set_handler(parser, run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Handle ``pivoter catalog graph``."""
-    fmt = output_format(args.output)
-    if not fmt:
-        error(f"cannot tell the format of {args.output!r}: use .svg, .png, .dot or .mmd")
-        return int(ExitCode.USAGE)
+    from resolver.catalog.errors import CatalogLoadError
+    from resolver.channeltest.graph import channel_graphs
+    from resolver.channeltest.loading import load_for_test
+    from resolver.channeltest.render import GraphTooLarge, to_dot, to_mermaid
+
+    output: OutputTarget = args.output
+    fmt = FORMATS[output.format]
     try:
         catalog, _ = load_for_test(args.directory)
     except CatalogLoadError as err:
@@ -59,18 +102,20 @@ def run(args: argparse.Namespace) -> int:
     except GraphTooLarge as err:
         error(f"package {args.package!r}: {err}")
         return int(ExitCode.INVALID)
-    to_stdout = args.output in FORMATS
     if fmt in ("dot", "mermaid"):
-        if to_stdout:
+        if output.path is None:
             sys.stdout.write(text)
         else:
-            with open(args.output, "w", encoding="utf-8") as f:
+            with open(output.path, "w", encoding="utf-8") as f:
                 f.write(text)
         return int(ExitCode.OK)
-    return _layout(text, fmt, None if to_stdout else args.output, args.timeout)
+    return _layout(text, fmt, output.path, args.timeout)
 
 
 def _layout(text: str, fmt: str, path: str | None, timeout: float) -> int:
+    import shutil
+    import subprocess
+
     dot = shutil.which("dot")
     if dot is None:
         error(

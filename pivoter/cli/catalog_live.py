@@ -9,39 +9,80 @@ the daemon (``pivoter run``) that watches the cluster; each step's outcome is pr
 ends. The Resolution (and so what it installed) and the Catalog are deleted at the end.
 
 Exit codes: 0 every step installed, 3 (INVALID) a step did not (or the path cannot be walked),
-1 the catalog or the cluster could not be used, 2 bad arguments. Its flags (``--live`` and the
-options after it in ``catalog test --help``): :mod:`pivoter.cli.commands.catalog`.
+1 the catalog or the cluster could not be used, 2 bad arguments. Its flags are ``--live`` and
+the options after it in ``catalog test --help`` (:func:`add_flags`).
 """
 
 from __future__ import annotations
 
 import argparse
-import secrets
 import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pivoter.apis import pivoter as api
-from pivoter.apis.conditions import find
-from pivoter.apis.resources import CATALOGS
-from pivoter.catalogserver.httpserver import CatalogHTTPServer
-from pivoter.catalogserver.reload import Reloader
+from pivoter.cli.commands._common import OUTPUT_FORMATS, add_kubeconfig_flag
 from pivoter.cli.exitcodes import ExitCode
-from pivoter.cli.listen import check_bindable
+from pivoter.cli.flags import Address, Count, HostPort, Seconds, Url, VersionText
 from pivoter.cli.output import emit, error
-from pivoter.kube import Kube, KubeConfigError, KubeError, NotFound, load_client
-from pivoter.resolutions.walk import StepOutcome, Walker
-from resolver.catalog.errors import CatalogLoadError
-from resolver.catalog.model import Catalog
-from resolver.channeltest.graph import build_channel_graph
-from resolver.channeltest.loading import load_for_test
-from resolver.rules.inputs import safe_version
 
-__all__ = ["PathError", "live_path", "run"]
+if TYPE_CHECKING:
+    from pivoter.kube import Kube
+    from pivoter.resolutions.walk import StepOutcome, Walker
+    from resolver.catalog.model import Catalog
+
+__all__ = ["PathError", "add_flags", "live_path", "run"]
 
 LABEL = "pivoter.io/live-test"
+
+
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    """Add ``--live``, which makes :func:`run` the handler of ``catalog test``, and its options."""
+    group = parser.add_argument_group("--live: walk an upgrade path on a cluster")
+    group.add_argument(
+        "--live",
+        dest="handler",
+        action="store_const",
+        const=run,
+        help="install --package at --from on the cluster and upgrade along its path, one pivot "
+        "per step, with the pivoter daemon running there",
+    )
+    group.add_argument(
+        "--from",
+        dest="start",
+        metavar="VERSION",
+        type=VersionText(what="--from"),
+        help="starting version (default: the lowest)",
+    )
+    add_kubeconfig_flag(group)
+    group.add_argument(
+        "--serve-address",
+        default="127.0.0.1:0",
+        type=HostPort("--serve-address"),
+        metavar="HOST:PORT",
+        help="where this process serves the catalog (default %(default)s, a free port)",
+    )
+    group.add_argument(
+        "--catalog-url",
+        metavar="URL",
+        type=Url(("http", "https")),
+        help="the URL the daemon reads the served catalog at (default: from --serve-address)",
+    )
+    group.add_argument(
+        "--progress-deadline",
+        type=Count(),
+        default=120,
+        metavar="SECONDS",
+        help="the temporary Resolution's progressDeadlineSeconds (default %(default)s)",
+    )
+    group.add_argument(
+        "--step-timeout",
+        type=Seconds(),
+        default=300.0,
+        metavar="SECONDS",
+        help="give up on a step after this long (default %(default)g)",
+    )
 
 
 class PathError(Exception):
@@ -61,6 +102,9 @@ class LivePath:
 def live_path(catalog: Catalog, package: str, channel: str = "", start: str = "") -> LivePath:
     """The upgrade path of ``package`` in ``channel`` (default: its default channel) from the
     entry of version ``start`` (default: the lowest version in the channel)."""
+    from resolver.channeltest.graph import build_channel_graph
+    from resolver.rules.inputs import safe_version
+
     pkg = catalog.package(package)
     if pkg is None:
         raise PathError(f"package {package} is not in the catalog")
@@ -95,12 +139,24 @@ def live_path(catalog: Catalog, package: str, channel: str = "", start: str = ""
 
 
 def _key(version: str) -> Any:
+    from resolver.rules.inputs import safe_version
+
     parsed = safe_version(version)
     return parsed if parsed is not None else version
 
 
 def run(args: argparse.Namespace) -> int:
     """Handle ``pivoter catalog test DIR --live``."""
+    import secrets
+
+    from pivoter.catalogserver.httpserver import CatalogHTTPServer
+    from pivoter.catalogserver.reload import Reloader
+    from pivoter.cli.listen import check_bindable
+    from pivoter.kube import Kube, KubeConfigError, KubeError, load_client
+    from pivoter.resolutions.walk import Walker
+    from resolver.catalog.errors import CatalogLoadError
+    from resolver.channeltest.loading import load_for_test
+
     try:
         catalog, _ = load_for_test(args.target, use_cache=not args.no_cache)
     except CatalogLoadError as err:
@@ -110,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.package:
         error("--live needs --package")
         return int(ExitCode.USAGE)
-    if args.output not in ("human", "json", "yaml") or args.changed_since or args.changed_files:
+    if args.output not in OUTPUT_FORMATS or args.changed_since or args.changed_files:
         error(
             "--live prints human text, json or yaml; -o github|junit|sarif and --changed-* are "
             "for the checks without --live"
@@ -121,12 +177,9 @@ def run(args: argparse.Namespace) -> int:
     except PathError as exc:
         error(str(exc))
         return int(ExitCode.INVALID)
-    host, _, port = args.serve_address.rpartition(":")
-    if not host or not port.isdigit():
-        error(f"--serve-address {args.serve_address!r}: expected HOST:PORT")
-        return int(ExitCode.USAGE)
+    address: Address = args.serve_address
     try:
-        check_bindable(host, int(port), "--serve-address")
+        check_bindable(address.host, address.port, "--serve-address")
     except OSError as exc:
         error(str(exc))
         return int(ExitCode.FAILURE)
@@ -140,14 +193,15 @@ def run(args: argparse.Namespace) -> int:
     reloader = Reloader(args.target, name="live")
     reloader.start()
     server = CatalogHTTPServer(
-        (host, int(port)),
+        (address.host, address.port),
         name="live",
         snapshot=lambda: reloader.current,
         metrics=None,
         stale=reloader.stale_reason,
     )
     server.serve_in_thread()
-    url = args.catalog_url or f"http://{host}:{server.server_address[1]}/catalogs/live"
+    served = Address(address.host, server.server_address[1])
+    url = args.catalog_url or f"http://{served}/catalogs/live"
     catalog_name = f"pivoter-live-{secrets.token_hex(3)}"  # the Resolution's name too
     walker = Walker(
         kube,
@@ -207,6 +261,9 @@ def _summary(path: LivePath, outcomes: list[StepOutcome], walked: bool) -> str:
 
 
 def _create_catalog(kube: Kube, name: str, url: str, labels: Mapping[str, str]) -> None:
+    from pivoter.apis import pivoter as api
+    from pivoter.apis.resources import CATALOGS
+
     body = {
         "apiVersion": api.API_VERSION,
         "kind": "Catalog",
@@ -217,6 +274,10 @@ def _create_catalog(kube: Kube, name: str, url: str, labels: Mapping[str, str]) 
 
 
 def _wait_serving(kube: Kube, name: str, timeout: float) -> None:
+    from pivoter.apis import pivoter as api
+    from pivoter.apis.conditions import find
+    from pivoter.apis.resources import CATALOGS
+
     deadline = time.monotonic() + timeout
     message = "no status yet"
     while time.monotonic() < deadline:
@@ -234,6 +295,9 @@ def _wait_serving(kube: Kube, name: str, timeout: float) -> None:
 
 
 def _cleanup(kube: Kube, walker: Walker, catalog_name: str, human: bool) -> None:
+    from pivoter.apis.resources import CATALOGS
+    from pivoter.kube import KubeError, NotFound
+
     try:
         if not walker.delete():
             _say(human, f"Resolution {walker.name} is still being deleted")

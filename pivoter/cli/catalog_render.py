@@ -3,7 +3,8 @@
 
 Directories are read by :func:`resolver.catalog.load.load_directory`; other sources (catalogd
 HTTP, gRPC) through :func:`resolver.catalog.sources.open_source` with the remote-source
-options. Its flags: :mod:`pivoter.cli.commands.catalog`.
+options. What ``SOURCE`` is (a directory or which network source) is known once it is parsed
+(:class:`~pivoter.cli.flags.CatalogLocation`).
 
 ``--timeout`` is the deadline of the whole fetch: connecting, every request and every byte of
 every answer, whatever the server does (a server that drips its headers one byte at a time used
@@ -17,68 +18,121 @@ anything that cannot go into an HTTP header is refused naming the file (exit 3),
 from __future__ import annotations
 
 import argparse
-import os
 import sys
+from typing import TYPE_CHECKING
 
-import yaml
-
+from pivoter.cli.commands._common import (
+    Subparsers,
+    add_cache_flag,
+    add_command,
+    add_output_flag,
+    set_handler,
+)
 from pivoter.cli.exitcodes import ExitCode
+from pivoter.cli.flags import CatalogLocation, Count, Location, Seconds, TextFile
 from pivoter.cli.output import error
-from resolver.catalog.errors import CatalogLoadError
-from resolver.catalog.load import load_directory
-from resolver.catalog.model import Catalog
-from resolver.catalog.render import encode, objects_in_render_order
-from resolver.catalog.sources import SourceError, open_source
-from resolver.net import InvalidCredential, read_token_file
 
-__all__ = ["STALL_SECONDS", "open_catalog", "run"]
+if TYPE_CHECKING:
+    from resolver.catalog.model import Catalog
 
-REMOTE = ("http://", "https://", "grpc://", "grpcs://")
-"""Schemes of the sources fetched over the network (the rest are directories)."""
+__all__ = ["FETCH_TIMEOUT", "STALL_SECONDS", "register", "run"]
+
 STALL_SECONDS = 30.0
 """Longest silence of a remote source before it counts as stalled (clipped to ``--timeout``)."""
 
+FETCH_TIMEOUT = 60.0
+"""Default ``--timeout`` of ``catalog render`` and ``resolve``: seconds the fetch of every remote
+catalog together may take."""
 
-def open_catalog(spec: str, args: argparse.Namespace) -> Catalog:
-    """Fetch the catalog at ``spec`` (directory, http(s) URL or grpc:// target).
 
-    ``args.timeout`` is the deadline of the whole fetch. Raises SourceError naming the source
-    when it cannot be read, InvalidCredential when the token file holds no usable token, OSError
-    when it cannot be read.
+def register(subparsers: Subparsers) -> None:
+    """Add ``catalog render``."""
+    parser = add_command(subparsers, "render", "print any catalog source as FBC JSON")
+    add_output_flag(parser)
+    parser.add_argument(
+        "source",
+        metavar="SOURCE",
+        type=CatalogLocation(),
+        help="catalog directory (or file:// URL), catalogd URL (http[s]://) or grpc[s]://host:port",
+    )
+    add_cache_flag(parser)
+    set_handler(parser, run)
+    group = parser.add_argument_group("remote sources (http(s):// catalogd, grpc:// registry)")
+    group.add_argument(
+        "--ca-file", type=TextFile("--ca-file"), help="CA bundle to verify an https or grpcs server"
+    )
+    group.add_argument(
+        "--token-file",
+        type=TextFile("--token-file"),
+        help="file holding a bearer token for an https catalogd server",
+    )
+    group.add_argument(
+        "--insecure-send-token",
+        action="store_true",
+        help="send the token over plain http to a host other than loopback (unencrypted)",
+    )
+    group.add_argument(
+        "--timeout",
+        type=Seconds(),
+        default=FETCH_TIMEOUT,
+        help="seconds the whole fetch of a remote source may take: connecting, every request, "
+        "every byte (default %(default)g)",
+    )
+    group.add_argument(
+        "--max-message-bytes",
+        type=Count(minimum=1024),
+        default=None,
+        help="largest gRPC message / HTTP body accepted",
+    )
+
+
+def _fetch(location: Location, args: argparse.Namespace) -> Catalog:
+    """Fetch the catalog of a network source as the remote-source flags say.
+
+    ``--timeout`` is the deadline of the whole fetch. Raises SourceError naming the source when
+    it cannot be read, InvalidCredential when the token file holds no usable token, OSError when
+    it cannot be read.
     """
-    options: dict[str, object] = {}
-    if spec.startswith(REMOTE):
-        deadline = float(getattr(args, "timeout", STALL_SECONDS))
-        options["deadline"] = deadline
-        options["timeout"] = min(STALL_SECONDS, deadline)
-        if getattr(args, "ca_file", None):
-            options["ca_file"] = args.ca_file
-        limit = getattr(args, "max_message_bytes", None)
-        if spec.startswith("http") and getattr(args, "token_file", None):
-            options["token"] = read_token_file(args.token_file)
-            options["insecure_send_token"] = bool(getattr(args, "insecure_send_token", False))
-        if limit:
-            options["max_bytes" if spec.startswith("http") else "max_message_bytes"] = limit
-    source = open_source(spec, **options)
+    from resolver.catalog.sources import open_source
+    from resolver.net import read_token_file
+
+    http = location.scheme in ("http", "https")
+    options: dict[str, object] = {
+        "deadline": args.timeout,
+        "timeout": min(STALL_SECONDS, args.timeout),
+    }
+    if args.ca_file:
+        options["ca_file"] = args.ca_file
+    if http and args.token_file:
+        options["token"] = read_token_file(args.token_file)
+        options["insecure_send_token"] = args.insecure_send_token
+    if args.max_message_bytes:
+        options["max_bytes" if http else "max_message_bytes"] = args.max_message_bytes
+    source = open_source(location.text, **options)
     catalog = source.fetch()
     stale = getattr(source, "stale", None)
     if stale:
         # The server kept its last good content after its own source broke: say so.
-        sys.stderr.write(f"pivoter: warning: {spec} serves stale content: {stale}\n")
+        sys.stderr.write(f"pivoter: warning: {location} serves stale content: {stale}\n")
     return catalog
-
-
-def _open(spec: str, use_cache: bool, args: argparse.Namespace | None = None) -> Catalog:
-    path = spec.removeprefix("file://")
-    if "://" not in path or os.path.isdir(path):
-        return load_directory(path, use_cache=use_cache)
-    return open_catalog(spec, args or argparse.Namespace())
 
 
 def run(args: argparse.Namespace) -> int:
     """Handle ``pivoter catalog render``."""
+    import yaml
+
+    from resolver.catalog.errors import CatalogLoadError
+    from resolver.catalog.load import load_directory
+    from resolver.catalog.render import encode, objects_in_render_order
+    from resolver.catalog.sources import SourceError
+    from resolver.net import InvalidCredential
+
+    location: Location = args.source
     try:
-        catalog = _open(args.source, not args.no_cache, args)
+        if location.remote:
+            catalog = _fetch(location, args)
+        else:
+            catalog = load_directory(location.path, use_cache=not args.no_cache)
     except CatalogLoadError as err:
         for problem in err.problems:
             error(str(problem))

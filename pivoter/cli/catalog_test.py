@@ -10,8 +10,8 @@ the report to what a change touched or introduced (:mod:`pivoter.cli.catalog_cha
 codes: 0 no errors, 3 (INVALID) errors found or ``--package``/``--channel`` name nothing in the
 catalog, 1 the target is neither a catalog nor templates (or cannot be read, or git cannot give
 the ref), 2 a malformed ``--expect`` file or ``--changed-*`` with templates. With ``--live``,
-walks one upgrade path on a cluster instead (:mod:`pivoter.cli.catalog_live`). Its flags:
-:mod:`pivoter.cli.commands.catalog`.
+walks one upgrade path on a cluster instead (:mod:`pivoter.cli.catalog_live`, which adds the
+flags of ``--live``).
 """
 
 from __future__ import annotations
@@ -22,40 +22,114 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pivoter import __version__
-from pivoter.cli.catalog_changes import ChangeError, changed_report
+from pivoter.cli import catalog_live
+from pivoter.cli.commands._common import Subparsers, add_command, add_output_flag, set_handler
 from pivoter.cli.exitcodes import ExitCode
+from pivoter.cli.flags import Directory, ExistingPath, GitRef, Name, TextFile
 from pivoter.cli.output import emit, error
-from resolver.catalog.errors import CatalogLoadError, Problem
-from resolver.catalog.model import Catalog, Origin
-from resolver.channeltest.ci.github import to_github
-from resolver.channeltest.ci.junit import to_junit
-from resolver.channeltest.ci.sarif import to_sarif
-from resolver.channeltest.expectations import (
-    Expectation,
-    ExpectationError,
-    check_expectations,
-    load_expectations,
-)
-from resolver.channeltest.findings import ERROR, WARNING, Finding
-from resolver.channeltest.loading import load_for_test
-from resolver.channeltest.locate import locate
-from resolver.channeltest.report import Report, run_catalog_test
-from resolver.channeltest.templates import expand_file, find_templates
+
+if TYPE_CHECKING:
+    from resolver.catalog.errors import Problem
+    from resolver.catalog.model import Catalog
+    from resolver.channeltest.expectations import Expectation
+    from resolver.channeltest.findings import Finding
+    from resolver.channeltest.report import Report
+
+__all__ = ["CI_FORMATS", "human", "load_catalog", "register", "run"]
+
+CI_FORMATS = ("github", "junit", "sarif")
+"""``-o`` formats for CI systems, besides human, json and yaml."""
 
 _RED, _YELLOW, _BOLD, _RESET = "\033[31m", "\033[33m", "\033[1m", "\033[0m"
 
 
+def register(subparsers: Subparsers) -> None:
+    """Add ``catalog test`` (with the flags of ``--live``)."""
+    parser = add_command(
+        subparsers,
+        "test",
+        "check what a catalog's channels do to the people who upgrade through them",
+    )
+    add_output_flag(parser, CI_FORMATS)
+    parser.add_argument(
+        "target",
+        metavar="DIR",
+        type=ExistingPath("catalog"),
+        help="file-based catalog directory, or a template file or directory of templates",
+    )
+    parser.add_argument("--package", type=Name("text", "--package"), help="test only this package")
+    parser.add_argument(
+        "--channel", type=Name("text", "--channel"), help="test only channels of this name"
+    )
+    parser.add_argument(
+        "--with",
+        dest="others",
+        action="append",
+        type=Directory("--with catalog"),
+        default=[],
+        metavar="OTHER",
+        help="another catalog directory that may satisfy dependencies (and resolve template "
+        "images); repeatable",
+    )
+    parser.add_argument(
+        "--expect",
+        metavar="FILE",
+        type=TextFile("--expect"),
+        help="expectations file (YAML) to check",
+    )
+    parser.add_argument(
+        "--no-cache", action="store_true", help="do not use the parsed-catalog cache"
+    )
+    parser.add_argument(
+        "--legacy-semver-skips",
+        action="store_true",
+        help="expand olm.semver templates as older opm releases did (skips per minor version)",
+    )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="list every single finding under its group (and one annotation/result each with "
+        "-o github|sarif)",
+    )
+    changed = parser.add_argument_group(
+        "pull requests: report what a change touched or introduced (a catalog directory only)"
+    )
+    changed.add_argument(
+        "--changed-since",
+        metavar="GIT_REF",
+        type=GitRef("--changed-since"),
+        help="report findings in packages whose files changed since GIT_REF (working tree "
+        "included), and findings present now but not at GIT_REF in any package",
+    )
+    changed.add_argument(
+        "--changed-files",
+        metavar="FILE",
+        type=TextFile("--changed-files"),
+        help="a file listing changed paths, one a line (as 'git diff --name-only' prints them, "
+        "relative to the working directory): report findings in the packages they touch",
+    )
+    set_handler(parser, run)
+    catalog_live.add_flags(parser)
+
+
 def load_catalog(path: str, use_cache: bool) -> tuple[Catalog, list[Any]]:
     """Load a catalog for testing; raise CatalogLoadError when nothing can be read."""
+    from resolver.channeltest.loading import load_for_test
+
     catalog, problems = load_for_test(path, use_cache=use_cache)
     return catalog, list(problems)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Handle ``pivoter catalog test`` (``--live`` names :func:`pivoter.cli.catalog_live.run`)."""
+    """Handle ``pivoter catalog test`` (``--live`` runs :func:`pivoter.cli.catalog_live.run`)."""
+    from pivoter.cli.catalog_changes import ChangeError
+    from resolver.catalog.errors import CatalogLoadError
+    from resolver.channeltest.expectations import ExpectationError, load_expectations
+
     expectations: list[Expectation] = []
     if args.expect:
         try:
@@ -110,6 +184,10 @@ def _relative(path: str) -> str:
 def _print(args: argparse.Namespace, reports: list[Report], base: str) -> None:
     """Write ``reports`` in the format ``-o`` asks for; ``base`` is the catalog directory as seen
     from the working directory (CI formats name files from there)."""
+    from resolver.channeltest.ci.github import to_github
+    from resolver.channeltest.ci.junit import to_junit
+    from resolver.channeltest.ci.sarif import to_sarif
+
     if args.output == "github":
         sys.stdout.write(to_github(reports, base, args.verbose))
     elif args.output == "junit":
@@ -132,6 +210,8 @@ def _print(args: argparse.Namespace, reports: list[Report], base: str) -> None:
 def _expect(report: Report, expectations: list[Expectation], root: str) -> None:
     """Add the failed ``expectations`` to ``report``, their file named from ``root`` as every
     finding's is."""
+    from resolver.channeltest.expectations import check_expectations
+
     failed = check_expectations(report, expectations)
     if root:
         failed = [_rebased(f, root) for f in failed]
@@ -139,6 +219,8 @@ def _expect(report: Report, expectations: list[Expectation], root: str) -> None:
 
 
 def _rebased(f: Finding, root: str) -> Finding:
+    from resolver.catalog.model import Origin
+
     if f.origin is None:
         return f
     path = os.path.relpath(os.path.abspath(f.origin.path), os.path.abspath(root))
@@ -153,6 +235,10 @@ def _changed(
     catalog: Catalog | None,
 ) -> Report:
     """``report`` narrowed to what ``--changed-since``/``--changed-files`` say changed."""
+    from pivoter.cli.catalog_changes import changed_report
+    from resolver.catalog.errors import Problem
+    from resolver.channeltest.report import run_catalog_test
+
     assert catalog is not None  # a catalog directory: _reports tested it
 
     def test_old(old: Catalog, problems: Sequence[object], root: str) -> Report:
@@ -179,6 +265,8 @@ def _changed(
 
 
 def _with_extra(findings: list[Finding], extra: list[Finding]) -> list[Finding]:
+    from resolver.channeltest.findings import ERROR
+
     errors = [f for f in findings if f.severity == ERROR]
     rest = [f for f in findings if f.severity != ERROR]
     return errors + extra + rest
@@ -189,6 +277,11 @@ def _reports(
 ) -> tuple[list[tuple[Report, Catalog | None]], str, bool]:
     """Each report with the catalog it tested (None for templates), the directory their files
     are named from, and whether the target was templates."""
+    from resolver.catalog.errors import CatalogLoadError
+    from resolver.channeltest.locate import locate
+    from resolver.channeltest.report import run_catalog_test
+    from resolver.channeltest.templates import expand_file, find_templates
+
     target: str = args.target
     templates: list[str] = []
     problems: list[Problem] = []
@@ -247,6 +340,8 @@ def _missing_scope(reports: Sequence[Report], package: str | None, channel: str 
 
 
 def _no_catalog(target: str) -> Problem:
+    from resolver.catalog.errors import Problem
+
     if not os.path.exists(target):
         return Problem(f"{target} does not exist", io=True)
     return Problem(f"{target}: neither a file-based catalog nor catalog templates", io=True)
@@ -259,6 +354,8 @@ def _paint(text: str, code: str, colour: bool) -> str:
 def human(report: Report, package: str | None, colour: bool, verbose: bool = False) -> str:
     """The report as text for a person: errors, warnings (once per package and defect; with
     ``verbose`` every single finding under its group), then channels and paths."""
+    from resolver.channeltest.findings import ERROR, WARNING
+
     lines = [_paint(report.catalog, _BOLD, colour)]
     if report.changed is not None:
         lines.append(_changed_line(report.changed))

@@ -4,21 +4,41 @@ and line.
 The rules are :mod:`resolver.catalog.validate`; the directory is read by
 :func:`resolver.catalog.load.load_directory` (with its parsed-file cache unless ``--no-cache``).
 Exit 0 valid, 3 (INVALID) findings or a catalog that does not load, 1 a directory that cannot be
-read. Its flags: :mod:`pivoter.cli.commands.catalog`.
+read.
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from pivoter.cli.commands._common import (
+    Subparsers,
+    add_cache_flag,
+    add_command,
+    add_output_flag,
+    set_handler,
+)
 from pivoter.cli.exitcodes import ExitCode
+from pivoter.cli.flags import Directory
 from pivoter.cli.output import emit
-from resolver.catalog.errors import CatalogLoadError
-from resolver.catalog.load import load_directory
-from resolver.catalog.validate import Finding, validate
 
-__all__ = ["run"]
+if TYPE_CHECKING:
+    from resolver.catalog.errors import CatalogLoadError
+    from resolver.catalog.validate import Finding
+
+__all__ = ["register", "run"]
+
+
+def register(subparsers: Subparsers) -> None:
+    """Add ``catalog validate``."""
+    parser = add_command(subparsers, "validate", "validate a file-based catalog directory")
+    add_output_flag(parser)
+    parser.add_argument(
+        "directory", metavar="DIR", type=Directory("catalog"), help="file-based catalog directory"
+    )
+    add_cache_flag(parser)
+    set_handler(parser, run)
 
 
 def _load_problem_findings(err: CatalogLoadError) -> list[dict[str, Any]]:
@@ -47,6 +67,10 @@ def _human_findings(data: dict[str, Any]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Handle ``pivoter catalog validate``."""
+    from resolver.catalog.errors import CatalogLoadError
+    from resolver.catalog.load import load_directory
+    from resolver.catalog.validate import validate
+
     directory: str = args.directory
     try:
         catalog = load_directory(directory, use_cache=not args.no_cache)

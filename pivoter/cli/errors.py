@@ -84,7 +84,8 @@ def describe(exc: BaseException) -> tuple[str, ExitCode] | None:
 
 
 def load_handler(target: str) -> Handler:
-    """Import the handler named ``"package.module:function"``."""
+    """Import the handler named ``"package.module:function"`` (how ``run``'s flags name theirs;
+    every other command sets the function itself)."""
     module, _, function = target.partition(":")
     handler: Handler = getattr(importlib.import_module(module), function)
     return handler

@@ -4,7 +4,11 @@ bad one in one line.
 Each converter is given to ``add_argument(type=...)``: it checks the text where it enters (a port
 is 0-65535, a duration is a finite number of seconds above zero, a file flag names a readable UTF-8
 regular file, an output path lies in an existing writable directory, a URL parses and has a host)
-and raises :class:`FlagError` with a one-line message and the exit code the mistake gets:
+and returns the value parsed once, with its parts: a number, a path, an :class:`Address`, an
+:class:`ObjectKey`, a catalog :class:`Location`, a :class:`CatalogChoice`, a
+:class:`PackageChoice`, an :class:`OutputTarget`. Commands read those parts and never split the
+text again. Otherwise it raises :class:`FlagError` with a one-line message and the exit code the
+mistake gets:
 
 * ``USAGE`` (2): the value is malformed (not a number, out of range, not a URL, not a name);
 * ``FAILURE`` (1): the value names a file, directory, host or port that cannot be used (missing,
@@ -29,15 +33,18 @@ import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
+from typing import NamedTuple, NoReturn
 from urllib.parse import urlsplit
 
 from pivoter.cli.exitcodes import ExitCode
 
 __all__ = [
+    "Address",
     "ArgumentParser",
     "BindAddress",
+    "CatalogChoice",
     "CatalogLocation",
+    "CatalogSpec",
     "CertDirectory",
     "Count",
     "Directory",
@@ -46,10 +53,16 @@ __all__ = [
     "GitRef",
     "Host",
     "HostPort",
+    "InputName",
     "InputSpec",
+    "Location",
     "Name",
     "NamespacedName",
+    "ObjectKey",
+    "ObjectRef",
     "OutputPath",
+    "OutputTarget",
+    "PackageChoice",
     "PackageSpec",
     "Port",
     "Seconds",
@@ -139,19 +152,19 @@ def _no_control(text: str, what: str) -> None:
 
 @dataclass(frozen=True)
 class Port:
-    """A TCP port 0-65535 (0: any free port); with ``off``, -1 means "do not listen"."""
+    """A TCP port 0-65535 (0: any free port); with ``off``, -1 means "do not listen" (None)."""
 
     off: bool = False
     kind = "port"
 
-    def __call__(self, text: str) -> int:
+    def __call__(self, text: str) -> int | None:
         """Return the port number."""
         try:
             value = int(text.strip(), 10)
         except ValueError:
             raise FlagError(f"{text!r} is not a port number") from None
         if self.off and value == -1:
-            return value
+            return None
         if not 0 <= value <= 65535:
             extra = ", or -1 for none" if self.off else ""
             raise FlagError(f"port {value} is out of range (0-65535{extra})")
@@ -341,6 +354,15 @@ class StoreDirectory:
         return path
 
 
+class OutputTarget(NamedTuple):
+    """Where a command writes: the file ``path``, or standard output (``path`` None). ``format``
+    is the word given alone for standard output, else the file's extension (lower case, without
+    the dot, ``""`` when it has none): what names the format."""
+
+    path: str | None
+    format: str
+
+
 @dataclass(frozen=True)
 class OutputPath:
     """A file to write: not a directory, in an existing directory this process can write.
@@ -354,10 +376,10 @@ class OutputPath:
     extensions: tuple[str, ...] = ()
     kind = "output"
 
-    def __call__(self, text: str) -> str:
-        """Check where the file goes and return its path."""
+    def __call__(self, text: str) -> OutputTarget:
+        """Check where the file goes and return it."""
         if text in self.stdout:
-            return text
+            return OutputTarget(None, text)
         path = _expand(text, self.what)
         extension = os.path.splitext(path)[1].lstrip(".").lower()
         if self.extensions and extension not in self.extensions:
@@ -374,7 +396,7 @@ class OutputPath:
             raise FlagError(f"{self.what} {path}: {parent} is not writable", ExitCode.FAILURE)
         if os.path.exists(path) and not os.access(path, os.W_OK):
             raise FlagError(f"{self.what} {path} is not writable", ExitCode.FAILURE)
-        return path
+        return OutputTarget(path, extension)
 
 
 # -- network --------------------------------------------------------------------------------------
@@ -407,45 +429,65 @@ class Host:
         return text[1:-1] if text.startswith("[") else text
 
 
-def _split_host_port(text: str, what: str, *, empty_host: bool) -> tuple[str, int]:
-    host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit() or (host.count(":") and not host.startswith("[")):
-        raise FlagError(f"{what} {text!r} is not HOST:PORT")
-    if not host and not empty_host:
-        raise FlagError(f"{what} {text!r} has no host")
-    if host and not valid_host(host):
-        raise FlagError(f"{what} {text!r}: {host!r} is not a host name or IP address")
-    number = int(port)
-    if number > 65535:
-        raise FlagError(f"{what} {text!r}: port {number} is out of range (0-65535)")
-    return host, number
+class Address(NamedTuple):
+    """Where a server listens: a host name or IP address (an IPv6 one without its brackets; ``""``
+    for every interface) and a port (0: any free port)."""
+
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        """``HOST:PORT``, with ``[v6]`` for an IPv6 host, as a URL names it."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}"
 
 
 @dataclass(frozen=True)
 class HostPort:
-    """``HOST:PORT`` (``[v6]:PORT`` for IPv6) to listen on. Returns the text."""
+    """``HOST:PORT`` (``[v6]:PORT`` for IPv6) to listen on, as an :class:`Address`. With
+    ``every_interface``, ``:PORT`` too (host ``""``); with ``off``, ``0`` for "do not listen"
+    (None)."""
 
     what: str = "address"
-    kind = "host-port"
+    every_interface: bool = False
+    off: bool = False
 
-    def __call__(self, text: str) -> str:
+    @property
+    def kind(self) -> str:
+        """``bind-address`` when ``:PORT`` or ``0`` is accepted: their hostile values differ."""
+        return "bind-address" if self.every_interface or self.off else "host-port"
+
+    def __call__(self, text: str) -> Address | None:
         """Check the address and return it."""
-        _split_host_port(text, self.what, empty_host=False)
-        return text
+        if self.off and text == "0":
+            return None
+        host, sep, port = text.rpartition(":")
+        if not sep or not port.isdigit() or (host.count(":") and not host.startswith("[")):
+            raise FlagError(f"{self.what} {text!r} is not HOST:PORT")
+        if not host and not self.every_interface:
+            raise FlagError(f"{self.what} {text!r} has no host")
+        if host and not valid_host(host):
+            raise FlagError(f"{self.what} {text!r}: {host!r} is not a host name or IP address")
+        number = int(port)
+        if number > 65535:
+            raise FlagError(f"{self.what} {text!r}: port {number} is out of range (0-65535)")
+        return Address(host.removeprefix("[").removesuffix("]"), number)
 
 
 @dataclass(frozen=True)
 class BindAddress:
-    """``HOST:PORT``, ``:PORT`` (every interface) or ``0`` (disabled). Returns the text."""
+    """``HOST:PORT``, ``:PORT`` (every interface) or ``0`` (disabled), returned as the text.
+
+    The ``run`` command's, until it reads its addresses as
+    ``HostPort(what, every_interface=True, off=True)`` gives them; then this goes.
+    """
 
     what: str = "bind address"
     kind = "bind-address"
 
     def __call__(self, text: str) -> str:
-        """Check the address and return it."""
-        if text == "0":
-            return text
-        _split_host_port(text, self.what, empty_host=True)
+        """Check the address and return the text."""
+        HostPort(self.what, every_interface=True, off=True)(text)
         return text
 
 
@@ -540,28 +582,57 @@ class GitRef:
         return text
 
 
+class ObjectKey(NamedTuple):
+    """The namespace and name of a namespaced Kubernetes object."""
+
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        """``NAMESPACE/NAME``."""
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True)
+class ObjectRef:
+    """``NAMESPACE/NAME`` of a Kubernetes object, as an :class:`ObjectKey` (None for ``""`` when
+    ``optional``)."""
+
+    optional: bool = False
+    kind = "namespaced-name"
+
+    def __call__(self, text: str) -> ObjectKey | None:
+        """Check both parts and return them."""
+        if not text and self.optional:
+            return None
+        namespace, sep, name = text.partition("/")
+        if not sep:
+            raise FlagError(f"{text!r} is not NAMESPACE/NAME")
+        Name("dns-label", "namespace")(namespace)
+        Name("dns-subdomain", "name")(name)
+        return ObjectKey(namespace, name)
+
+
 @dataclass(frozen=True)
 class NamespacedName:
-    """``NAMESPACE/NAME`` of a Kubernetes object (``""`` when ``optional``)."""
+    """``NAMESPACE/NAME`` of a Kubernetes object, returned as the text (``""`` when ``optional``).
+
+    The ``run`` command's, until it reads :class:`ObjectRef`'s :class:`ObjectKey`; then this goes.
+    """
 
     optional: bool = False
     kind = "namespaced-name"
 
     def __call__(self, text: str) -> str:
         """Check both parts and return the text."""
-        if not text and self.optional:
-            return text
-        namespace, sep, name = text.partition("/")
-        if not sep:
-            raise FlagError(f"{text!r} is not NAMESPACE/NAME")
-        Name("dns-label", "namespace")(namespace)
-        Name("dns-subdomain", "name")(name)
+        ObjectRef(self.optional)(text)
         return text
 
 
 @dataclass(frozen=True)
 class VersionText:
-    """A semantic version (a leading ``v`` and a missing patch are tolerated)."""
+    """A semantic version (a leading ``v`` and a missing patch are tolerated), returned as the
+    text given: what the resolver reads and a ResolveSet's digest records."""
 
     optional: bool = False
     what: str = "version"
@@ -582,98 +653,152 @@ class VersionText:
         return text
 
 
+class InputName(NamedTuple):
+    """An input named on the command line: ``text`` as given, the input kind it names (its
+    entry of :data:`pivoter.apis.inputs.INPUT_KINDS`, by ``kind``) and the object's ``name``."""
+
+    text: str
+    kind: str
+    """The kind's name (``Resolution``)."""
+    name: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
 @dataclass(frozen=True)
 class InputSpec:
-    """``NAME``, ``resolution/NAME`` or ``platformoperator/NAME`` whose NAME is a Kubernetes
-    object name; refused with exit 3 as the input commands always did. Which kinds exist is the
-    commands' business (:mod:`pivoter.cli._inputs`), which answer an unknown one with exit 3 too
-    (and without raising, for callers of :func:`pivoter.cli.main.main`)."""
+    """``NAME`` (a Resolution) or ``<kind>/NAME`` for any input kind of
+    :data:`pivoter.apis.inputs.INPUT_KINDS` (the kind in any case, or plural), whose NAME is a
+    Kubernetes object name; refused with exit 3 as the input commands always did."""
 
     kind = "input"
 
-    def __call__(self, text: str) -> str:
-        """Check the name and return the text."""
-        _, sep, name = text.partition("/")
+    def __call__(self, text: str) -> InputName:
+        """Check the kind and the name; return them."""
+        from pivoter.apis.inputs import INPUT_KINDS, RESOLUTION  # the registry, when used
+
+        kinds = {k.kind.lower(): k.kind for k in INPUT_KINDS}
+        given, sep, name = text.partition("/")
+        kind = kinds.get(given.lower().removesuffix("s")) if sep else RESOLUTION.kind
         if not sep:
             name = text
-        if not name:
-            raise FlagError(
-                f"INPUT {text!r}: expected NAME, resolution/NAME or platformoperator/NAME",
-                ExitCode.INVALID,
-            )
+        if kind is None or not name:
+            forms = ["NAME", *(f"{k}/NAME" for k in kinds)]
+            expected = ", ".join(forms[:-1]) + f" or {forms[-1]}"
+            raise FlagError(f"INPUT {text!r}: expected {expected}", ExitCode.INVALID)
         try:
             Name("dns-subdomain", "INPUT name")(name)
         except FlagError as exc:
             raise FlagError(str(exc), ExitCode.INVALID) from None
-        return text
+        return InputName(text, kind, name)
+
+
+class Location(NamedTuple):
+    """A catalog to read: ``text`` as given (what sources and messages name), and what it is: a
+    network source of ``scheme`` ``http``, ``https``, ``grpc`` or ``grpcs``, or (``scheme``
+    ``""``) the directory ``path``."""
+
+    text: str
+    scheme: str
+    path: str
+
+    @property
+    def remote(self) -> bool:
+        """Whether the catalog is fetched over the network."""
+        return bool(self.scheme)
+
+    def __str__(self) -> str:
+        """The location as given."""
+        return self.text
 
 
 @dataclass(frozen=True)
 class CatalogLocation:
     """A catalog to read: a directory (or ``file://`` path), an ``http(s)://`` catalogd URL or a
-    ``grpc(s)://host:port`` registry. A missing directory fails with exit 1."""
+    ``grpc(s)://host:port`` registry, as a :class:`Location`. A missing directory fails with
+    exit 1."""
 
     kind = "catalog-source"
 
-    def __call__(self, text: str) -> str:
+    def __call__(self, text: str) -> Location:
         """Check the location and return it."""
-        if text.startswith(("http://", "https://")):
-            Url(("http", "https"))(text)
-        elif text.startswith(("grpc://", "grpcs://")):
-            Url(("grpc", "grpcs"))(text)
-        elif "://" in text and not os.path.isdir(text):
+        for schemes in (("http", "https"), ("grpc", "grpcs")):
+            if text.startswith(tuple(f"{scheme}://" for scheme in schemes)):
+                Url(schemes)(text)
+                return Location(text, text.partition(":")[0], "")
+        if "://" in text and not os.path.isdir(text):
             raise FlagError(
                 f"catalog source {text!r}: expected a directory, file://, http(s):// or grpc(s)://"
             )
-        else:
-            path = text.removeprefix("file://")
-            if not path:
-                raise FlagError("catalog source: an empty path")
-            _no_control(path, "catalog source")
-            if not os.path.isdir(path):
-                raise FlagError(f"catalog source {text}: no such directory", ExitCode.FAILURE)
-            if not os.access(path, os.R_OK | os.X_OK):
-                raise FlagError(f"catalog source {text}: permission denied", ExitCode.FAILURE)
-        return text
+        path = text.removeprefix("file://")
+        if not path:
+            raise FlagError("catalog source: an empty path")
+        _no_control(path, "catalog source")
+        if not os.path.isdir(path):
+            raise FlagError(f"catalog source {text}: no such directory", ExitCode.FAILURE)
+        if not os.access(path, os.R_OK | os.X_OK):
+            raise FlagError(f"catalog source {text}: permission denied", ExitCode.FAILURE)
+        return Location(text, "", path)
+
+
+class CatalogChoice(NamedTuple):
+    """One ``resolve --catalog``: where the catalog is, its priority (higher wins a tie) and the
+    name the ResolveSet records (``""``: the catalog's own)."""
+
+    location: Location
+    priority: int
+    name: str
 
 
 @dataclass(frozen=True)
 class CatalogSpec:
-    """``resolve --catalog``: ``SOURCE[,priority=N][,name=NAME]`` (malformed options: exit 3)."""
+    """``resolve --catalog``: ``SOURCE[,priority=N][,name=NAME]`` as a :class:`CatalogChoice`
+    (priority 0 and the catalog's own name unless given; malformed options: exit 3; a repeated
+    option: the last one counts)."""
 
     kind = "catalog-spec"
 
-    def __call__(self, text: str) -> str:
-        """Check the source and its options and return the text."""
+    def __call__(self, text: str) -> CatalogChoice:
+        """Check the source and its options and return them."""
         source, *options = text.split(",")
+        priority, name = 0, ""
         for opt in options:
             key, _, value = opt.partition("=")
             if key == "priority":
                 try:
-                    int(value, 10)
+                    priority = int(value, 10)
                 except ValueError:
                     raise FlagError(
                         f"--catalog {text}: priority must be an integer", ExitCode.INVALID
                     ) from None
             elif key == "name":
                 try:
-                    Name("text", "catalog name")(value)
+                    name = Name("text", "catalog name")(value)
                 except FlagError as exc:
                     raise FlagError(f"--catalog {text}: {exc}", ExitCode.INVALID) from None
             else:
                 raise FlagError(f"--catalog {text}: unknown option {key!r}", ExitCode.INVALID)
-        CatalogLocation()(source)
-        return text
+        return CatalogChoice(CatalogLocation()(source), priority, name)
+
+
+class PackageChoice(NamedTuple):
+    """One ``resolve --package``: the package's name and a Masterminds version range (``""``:
+    any version)."""
+
+    name: str
+    version_range: str
 
 
 @dataclass(frozen=True)
 class PackageSpec:
-    """``resolve --package``: ``NAME[@RANGE]`` (a malformed one: exit 3)."""
+    """``resolve --package``: ``NAME[@RANGE]`` as a :class:`PackageChoice` (a malformed one:
+    exit 3)."""
 
     kind = "package-request"
 
-    def __call__(self, text: str) -> str:
-        """Check the name and the range and return the text."""
+    def __call__(self, text: str) -> PackageChoice:
+        """Check the name and the range and return them."""
         from resolver.versions import RangeSyntaxError, parse_range  # the parser stays light
 
         name, _, rng = text.partition("@")
@@ -686,4 +811,4 @@ class PackageSpec:
                 parse_range(rng, "masterminds")
             except RangeSyntaxError as err:
                 raise FlagError(f"--package {text}: {err}", ExitCode.INVALID) from None
-        return text
+        return PackageChoice(name, rng)

@@ -4,30 +4,43 @@ outcome and when it was written."""
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pivoter.cli._inputs import Target, run_on_input
+from pivoter.cli.commands._common import Subparsers, add_command, add_input_arguments, set_handler
 from pivoter.cli.exitcodes import ExitCode
 from pivoter.cli.output import emit
-from pivoter.resolutions import plan, summary
-from resolver.resolveset import ResolveSet, ResolveSetError
 
-__all__ = ["history_rows", "run"]
+if TYPE_CHECKING:
+    from pivoter.cli._inputs import Target
+    from pivoter.resolutions import Record
+    from resolver.resolveset import ResolveSet
+
+__all__ = ["history_rows", "register", "run"]
 
 
-def _outcome(number: int, status: dict[str, Any], spec: dict[str, Any]) -> str:
-    pivot = status.get("pivot") or {}
+def register(subparsers: Subparsers) -> None:
+    """Add ``history``."""
+    parser = add_command(subparsers, "history", "list the ResolveSet revisions of an input")
+    add_input_arguments(parser)
+    set_handler(parser, run)
+
+
+def _outcome(number: int, status: dict[str, Any], record: Record, pinned: int | None) -> str:
+    """What revision ``number`` is to its input, from the input's typed record and pin."""
+    pivot = record.pivot
     notes = []
-    if number == status.get("activeRevision"):
+    if number == record.active:
         notes.append("active")
-    if number == status.get("lastSuccessfulRevision"):
+    if number == record.last_successful:
         notes.append("last successful")
-    if number == spec.get("pinnedRevision"):
+    if number == pinned:
         notes.append("pinned")
-    if number == pivot.get("failedRevision"):
-        notes.append(f"failed ({pivot.get('phase')}: {pivot.get('failedBundle') or 'see status'})")
-    elif number == pivot.get("revision") and pivot.get("phase") not in (None, "Succeeded"):
-        notes.append(f"pivot {pivot.get('phase')}")
+    if number == record.failed_revision:
+        phase = pivot.phase.value if pivot is not None else "Failed"
+        bundle = (pivot.failed_bundle if pivot is not None else "") or "see status"
+        notes.append(f"failed ({phase}: {bundle})")
+    elif pivot is not None and number == pivot.revision and not pivot.phase.succeeded:
+        notes.append(f"pivot {pivot.phase.value}")
     if number == (status.get("pendingPlan") or {}).get("revision"):
         notes.append("awaiting approval")
     return ", ".join(notes) or "superseded"
@@ -35,9 +48,18 @@ def _outcome(number: int, status: dict[str, Any], spec: dict[str, Any]) -> str:
 
 def history_rows(target: Target) -> list[dict[str, Any]]:
     """One row per stored revision, oldest first."""
+    from pivoter.apis.inputs import parse_input
+    from pivoter.apis.views import FieldError
+    from pivoter.resolutions import Record, plan, summary
+    from resolver.resolveset import ResolveSetError
+
     rows = []
     previous: ResolveSet | None = None
-    spec = dict(target.obj.get("spec") or {})
+    record = Record.from_status(target.status)
+    try:
+        pinned = parse_input(target.ref.kind, target.obj).pinned
+    except FieldError:
+        pinned = None  # an input its view cannot read: its status still says what ran
     for revision in target.store.list(target.ref):
         try:
             document: ResolveSet | None = revision.resolveset()
@@ -55,7 +77,7 @@ def history_rows(target: Target) -> list[dict[str, Any]]:
                 "created": revision.created,
                 "bundles": bundles,
                 "changes": changes,
-                "outcome": _outcome(revision.number, target.status, spec),
+                "outcome": _outcome(revision.number, target.status, record, pinned),
                 "selectionHash": revision.selection_hash,
                 "problem": revision.problem or None,
             }
@@ -79,6 +101,7 @@ def _human(rows: list[dict[str, Any]]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Handle ``pivoter history``."""
+    from pivoter.cli._inputs import run_on_input
 
     def body(target: Target) -> int:
         emit(history_rows(target), args.output, _human)

@@ -1,28 +1,45 @@
-"""Entry point of the ``pivoter`` command: builds the parser from the command surfaces and runs one.
+"""Entry point of the ``pivoter`` command: builds the parser from the command modules and runs one.
 
-Each module of :mod:`pivoter.cli.commands` exposes ``register(subparsers)``, which adds its
-parser(s) and names each handler ``"module:function"``, a function ``(args) -> int``. Building the
-parser imports no implementation: :func:`main` imports the one handler that runs, so ``pivoter
---help`` or ``pivoter version`` never load kubernetes or gRPC (``tests/unit/test_cli_imports.py``).
-Adding a command is adding its surface to ``COMMANDS`` and its implementation under
-:mod:`pivoter.cli`.
+Each command is one module of :mod:`pivoter.cli` holding its flags and its handler (``catalog``
+is a group of them, :mod:`pivoter.cli.catalog`): ``register(subparsers)`` adds its parser and sets
+its handler, a function ``(args) -> int``. A command module imports only argparse, the converters
+of :mod:`pivoter.cli.flags` and the light modules of :mod:`pivoter.cli`; its handler imports what
+it needs (kubernetes, gRPC, the resolver) when it runs, so ``pivoter --help`` or ``pivoter
+version`` never load them (``tests/unit/test_cli_imports.py``). ``run``'s flags are still apart,
+in :mod:`pivoter.cli.commands.run`, and name their handler ``"pivoter.cli.run:run"``, imported when
+it runs. Adding a command is adding its module to ``COMMANDS``.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
+import importlib
 import logging
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from pivoter import __version__
-from pivoter.cli.commands import adopt, catalog, inputs, resolve, run, version
-from pivoter.cli.errors import load_handler, run_handler
+from pivoter.cli import (
+    adopt,
+    approve,
+    catalog,
+    history,
+    plan,
+    resolve,
+    rollback,
+    unpin,
+    version,
+)
+from pivoter.cli.commands import run
+from pivoter.cli.errors import Handler, load_handler, run_handler
 from pivoter.cli.exitcodes import EPILOG, ExitCode
 from pivoter.cli.flags import ArgumentParser, check_argv
 from pivoter.cli.output import error, escape_what_cannot_be_encoded
 
-COMMANDS = (run, resolve, catalog, inputs, adopt, version)
+COMMANDS = (run, resolve, catalog, history, rollback, unpin, plan, approve, adopt, version)
+"""The command modules, in the order ``pivoter --help`` lists them."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -44,31 +61,44 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def handler_names(parser: argparse.ArgumentParser) -> list[str]:
-    """Every handler ``parser`` and its subcommands name (``--live``'s too), sorted."""
-    names: set[str] = set()
+def handlers(parser: argparse.ArgumentParser) -> list[Handler | str]:
+    """Every handler of ``parser`` and its subcommands (``--live``'s too): a function, or the
+    name of one (``run``'s)."""
+    found: list[Handler | str] = []
     pending = [parser]
     while pending:
         current = pending.pop()
         for action in current._actions:
             if isinstance(action, argparse._SubParsersAction):
                 pending.extend(action.choices.values())
-            elif action.dest == "handler" and isinstance(action.const, str):  # --live
-                names.add(action.const)
+            elif action.dest == "handler" and action.const is not None:  # --live
+                found.append(action.const)
         default = current.get_default("handler")
-        if isinstance(default, str):
-            names.add(default)
-    return sorted(names)
+        if default is not None:
+            found.append(default)
+    return list(dict.fromkeys(found))
 
 
 def import_handlers() -> None:
-    """Import every command's implementation now.
+    """Import now what every command imports when it runs.
 
-    For a process that runs many commands in forked children (``tests/unit/cli_runner.py``), so
-    that each child does not import them again; ``pivoter`` itself imports only the one it runs.
+    For a process that runs many commands in forked children (``tests/clirun.py``), so that each
+    child does not import them again; ``pivoter`` itself imports only what the command it runs
+    needs. A handler named by a string is imported; a handler function's module is read for the
+    imports it makes (most of them inside its functions, made when the command runs), and those
+    are made.
     """
-    for name in handler_names(build_parser()):
-        load_handler(name)
+    for handler in handlers(build_parser()):
+        if isinstance(handler, str):
+            load_handler(handler)
+            continue
+        source = Path(sys.modules[handler.__module__].__file__ or "").read_text(encoding="utf-8")
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    importlib.import_module(alias.name)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                __import__(node.module, fromlist=[alias.name for alias in node.names])
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -11,16 +11,25 @@ reachable from the command line.
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pivoter.apis.pivoter import TYPE_UP_TO_DATE
-from pivoter.cli._inputs import Target, run_on_input
+from pivoter.cli.commands._common import Subparsers, add_command, add_input_arguments, set_handler
 from pivoter.cli.exitcodes import ExitCode
 from pivoter.cli.output import emit
-from pivoter.resolutions import plan, summary
-from resolver.resolveset import ResolveSetError
 
-__all__ = ["run"]
+if TYPE_CHECKING:
+    from pivoter.cli._inputs import Target
+
+__all__ = ["current_plan", "register", "run"]
+
+
+def register(subparsers: Subparsers) -> None:
+    """Add ``plan``."""
+    parser = add_command(
+        subparsers, "plan", "show what the next pivot of an input would do, without doing it"
+    )
+    add_input_arguments(parser)
+    set_handler(parser, run)
 
 
 def current_plan(target: Target) -> dict[str, Any]:
@@ -35,6 +44,8 @@ def current_plan(target: Target) -> dict[str, Any]:
 
 
 def _why_not_newer(status: dict[str, Any]) -> str:
+    from pivoter.apis.pivoter import TYPE_UP_TO_DATE
+
     for condition in status.get("conditions") or []:
         if (
             isinstance(condition, dict)
@@ -46,6 +57,9 @@ def _why_not_newer(status: dict[str, Any]) -> str:
 
 
 def _plan(target: Target) -> dict[str, Any]:
+    from pivoter.resolutions import plan
+    from resolver.resolveset import ResolveSetError
+
     pending = target.status.get("pendingPlan")
     if pending:
         return {**pending, "pending": True}
@@ -76,6 +90,8 @@ def _plan(target: Target) -> dict[str, Any]:
 
 
 def _human(data: dict[str, Any]) -> str:
+    from pivoter.resolutions import summary
+
     why = [f"why not newer: {data['whyNotNewer']}"] if data.get("whyNotNewer") else []
     if data.get("problem") and not data.get("pending"):
         return "\n".join([f"problem: {data['problem']}", *why])
@@ -99,6 +115,7 @@ def _human(data: dict[str, Any]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Handle ``pivoter plan``."""
+    from pivoter.cli._inputs import run_on_input
 
     def body(target: Target) -> int:
         emit(current_plan(target), args.output, _human)

@@ -3,7 +3,10 @@
 Reads catalogs from directories (or http(s)/grpc sources), an optional installed ResolveSet,
 resolves the requested packages under a profile (default: pivoter's, see docs/resolution.md) and
 prints the ResolveSet; an unsatisfiable request exits 4 with its minimal explanation on stderr.
-Its flags: :mod:`pivoter.cli.commands.resolve`.
+The catalogs (:class:`~pivoter.cli.flags.CatalogSpec`), packages and ranges
+(:class:`~pivoter.cli.flags.PackageSpec`) and ``--kube-version`` are checked while the command
+line is parsed, so a malformed one exits 3 before any catalog is read; the resolver itself is
+imported only when the command runs.
 """
 
 from __future__ import annotations
@@ -13,59 +16,103 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pivoter.cli.catalog_render import REMOTE, STALL_SECONDS
+from pivoter.cli.catalog_render import FETCH_TIMEOUT, STALL_SECONDS
+from pivoter.cli.commands._common import Subparsers, add_command, add_output_flag, set_handler
 from pivoter.cli.exitcodes import ExitCode
-from pivoter.cli.output import emit, error
-from resolver import profiles, resolveset
-from resolver.catalog.errors import CatalogLoadError
-from resolver.catalog.sources import SourceError, open_source
-from resolver.rules.inputs import (
-    CatalogSource,
-    PackageRequest,
-    ResolutionError,
-    ResolutionInput,
-    Unsatisfiable,
+from pivoter.cli.flags import (
+    CatalogSpec,
+    Name,
+    PackageChoice,
+    PackageSpec,
+    Seconds,
+    TextFile,
+    VersionText,
 )
-from resolver.versions import RangeSyntaxError, parse_range, parse_version
+from pivoter.cli.output import emit, error
+
+if TYPE_CHECKING:
+    from resolver.rules.inputs import PackageRequest
+
+__all__ = ["DEFAULT_PROFILE", "PROFILES", "register", "run"]
+
+PROFILES = ("pivoter", "olm-v0", "olmv1-deppy", "olmv1-filter")
+"""``resolver.profiles.NAMES``, written out so that the parser does not import the resolver
+(``tests/unit/test_cli_imports.py`` checks that the two agree)."""
+
+DEFAULT_PROFILE = "pivoter"
+"""``resolver.profiles.DEFAULT`` (checked likewise)."""
+
+
+def register(subparsers: Subparsers) -> None:
+    """Add the ``resolve`` command."""
+    parser = add_command(subparsers, "resolve", "resolve packages from catalogs into a ResolveSet")
+    parser.add_argument(
+        "--catalog",
+        action="append",
+        default=[],
+        type=CatalogSpec(),
+        metavar="SOURCE[,priority=N][,name=NAME]",
+        help="a catalog directory, http(s):// catalogd URL or grpc:// registry (repeatable)",
+    )
+    parser.add_argument(
+        "--package",
+        action="append",
+        default=[],
+        type=PackageSpec(),
+        metavar="NAME[@RANGE]",
+        help="a package to resolve, optionally with a version range such as ^1.2 (repeatable)",
+    )
+    parser.add_argument(
+        "--channel",
+        default="",
+        type=Name("text", "channel", optional=True),
+        help="channel for the requested packages",
+    )
+    parser.add_argument(
+        "--upgrade-policy",
+        choices=("CatalogProvided", "SelfCertified"),
+        default="CatalogProvided",
+        help="CatalogProvided follows catalog upgrade edges; SelfCertified allows any version",
+    )
+    parser.add_argument(
+        "--installed",
+        type=TextFile("--installed"),
+        help="a ResolveSet describing what is installed",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=Seconds(),
+        default=FETCH_TIMEOUT,
+        help="seconds all remote catalogs together may take to fetch: connecting, every request, "
+        "every byte (default %(default)g)",
+    )
+    parser.add_argument("--profile", default=DEFAULT_PROFILE, choices=PROFILES)
+    parser.add_argument(
+        "--kube-version",
+        default="",
+        type=VersionText(optional=True, what="--kube-version", code=ExitCode.INVALID),
+        help="exclude bundles needing a newer one",
+    )
+    parser.add_argument(
+        "--explain", action="store_true", help="say why newer bundles were not chosen"
+    )
+    add_output_flag(parser)
+    set_handler(parser, run)
 
 
 class _Invalid(Exception):
     """Bad command-line input (exit 3)."""
 
 
-def _catalog(spec: str) -> tuple[str, int, str]:
-    """Split ``SOURCE[,priority=N][,name=NAME]``."""
-    source, *options = spec.split(",")
-    priority, name = 0, ""
-    for opt in options:
-        key, _, value = opt.partition("=")
-        if key == "priority":
-            try:
-                priority = int(value)
-            except ValueError:
-                raise _Invalid(f"--catalog {spec}: priority must be an integer") from None
-        elif key == "name":
-            name = value
-        else:
-            raise _Invalid(f"--catalog {spec}: unknown option {key!r}")
-    return source, priority, name
+def _request(choice: PackageChoice, channel: str, policy: str) -> PackageRequest:
+    from resolver.rules.inputs import PackageRequest
 
-
-def _request(spec: str, channel: str, policy: str) -> PackageRequest:
-    name, _, rng = spec.partition("@")
-    if not name:
-        raise _Invalid(f"--package {spec}: empty package name")
-    if rng:
-        try:
-            parse_range(rng, "masterminds")
-        except RangeSyntaxError as err:
-            raise _Invalid(f"--package {spec}: {err}") from None
     return PackageRequest(
-        package=name,
+        package=choice.name,
         channels=(channel,) if channel else (),
-        version_range=rng,
+        version_range=choice.version_range,
         upgrade_policy=policy,
     )
 
@@ -84,16 +131,21 @@ def _human(doc: dict[str, Any]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Handle ``pivoter resolve``."""
+    from resolver import profiles, resolveset
+    from resolver.catalog.errors import CatalogLoadError
+    from resolver.catalog.sources import SourceError, open_source
+    from resolver.rules.inputs import (
+        CatalogSource,
+        ResolutionError,
+        ResolutionInput,
+        Unsatisfiable,
+    )
+
     try:
         if not args.catalog:
             raise _Invalid("at least one --catalog is needed")
         if not args.package:
             raise _Invalid("at least one --package is needed")
-        if args.kube_version:
-            try:
-                parse_version(args.kube_version)
-            except ValueError as err:
-                raise _Invalid(f"--kube-version: {err}") from None
         requests = [_request(p, args.channel, args.upgrade_policy) for p in args.package]
         installed = []
         if args.installed is not None:
@@ -107,28 +159,30 @@ def run(args: argparse.Namespace) -> int:
         sources = []
         provenance = []
         end = time.monotonic() + args.timeout  # one deadline for every remote catalog
-        for spec in args.catalog:
-            location, priority, name = _catalog(spec)
+        for choice in args.catalog:
+            location = choice.location
             options: dict[str, float] = {}
-            if location.startswith(REMOTE):
+            if location.remote:
                 left = max(end - time.monotonic(), 0.001)
                 options = {"deadline": left, "timeout": min(STALL_SECONDS, left)}
-            source = open_source(location, **options)
-            catalog = source.fetch()
-            cname = name or catalog.name or location
-            sources.append(CatalogSource(cname, catalog, priority=priority))
-            provenance.append([cname, priority, source.digest or location])
+            try:
+                source = open_source(location.text, **options)
+                catalog = source.fetch()
+            except SourceError as err:
+                error(str(err))
+                # A directory that exists but does not load is bad input; anything else failed
+                # to read.
+                bad_content = not location.remote and os.path.isdir(location.path)
+                return int(ExitCode.INVALID if bad_content else ExitCode.FAILURE)
+            cname = choice.name or catalog.name or location.text
+            sources.append(CatalogSource(cname, catalog, priority=choice.priority))
+            provenance.append([cname, choice.priority, source.digest or location.text])
     except _Invalid as err:
         error(str(err))
         return int(ExitCode.INVALID)
     except CatalogLoadError as err:
         error(f"catalog: {err}")
         return int(ExitCode.INVALID)
-    except SourceError as err:
-        error(str(err))
-        # A directory that exists but does not load is bad input; anything else failed to read.
-        bad_content = os.path.isdir(err.source.removeprefix("file://"))
-        return int(ExitCode.INVALID if bad_content else ExitCode.FAILURE)
     inp = ResolutionInput(
         catalogs=sources,
         requests=requests,

@@ -9,22 +9,34 @@ annotation.
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from pivoter.apis.resources import RESOLUTIONS
-from pivoter.cli._inputs import (
-    ANNOTATION_PINNED_REVISION,
-    InputError,
-    Target,
-    run_on_input,
-)
+from pivoter.cli.commands._common import Subparsers, add_command, add_input_arguments, set_handler
 from pivoter.cli.exitcodes import ExitCode
+from pivoter.cli.flags import Count
 from pivoter.cli.output import emit
 
-__all__ = ["run"]
+if TYPE_CHECKING:
+    from pivoter.cli._inputs import Target
+
+__all__ = ["pin", "register", "run"]
+
+
+def register(subparsers: Subparsers) -> None:
+    """Add ``rollback``."""
+    parser = add_command(subparsers, "rollback", "pin an input to an earlier ResolveSet revision")
+    add_input_arguments(parser)
+    parser.add_argument(
+        "--to-revision", type=Count(), required=True, metavar="N", help="the revision to pin to"
+    )
+    set_handler(parser, run)
 
 
 def pin(target: Target, number: int | None) -> None:
     """Pin ``target`` to revision ``number`` (None: unpin)."""
+    from pivoter.apis.resources import RESOLUTIONS
+    from pivoter.cli._inputs import ANNOTATION_PINNED_REVISION
+
     if target.resource == RESOLUTIONS:
         target.patch({"spec": {"pinnedRevision": number}})
     else:
@@ -34,6 +46,7 @@ def pin(target: Target, number: int | None) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Handle ``pivoter rollback``."""
+    from pivoter.cli._inputs import InputError, run_on_input
 
     def body(target: Target) -> int:
         revision = target.store.get(target.ref, args.to_revision)

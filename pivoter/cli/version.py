@@ -3,26 +3,37 @@
 from __future__ import annotations
 
 import argparse
-import platform
-from importlib.metadata import PackageNotFoundError
-from importlib.metadata import version as dist_version
 
 from pivoter import __version__
+from pivoter.cli.commands._common import Subparsers, add_command, add_output_flag, set_handler
 from pivoter.cli.exitcodes import ExitCode
 from pivoter.cli.output import emit
+
+__all__ = ["register", "run"]
 
 _LIBRARIES = ("kubernetes", "grpcio", "protobuf", "python-sat", "semver", "PyYAML")
 
 
+def register(subparsers: Subparsers) -> None:
+    """Add the ``version`` command."""
+    parser = add_command(subparsers, "version", "print the version of pivoter and its libraries")
+    add_output_flag(parser)
+    set_handler(parser, run)
+
+
 def _library_version(name: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
     try:
-        return dist_version(name)
+        return version(name)
     except PackageNotFoundError:
         return "not installed"
 
 
 def run(args: argparse.Namespace) -> int:
     """Handle ``pivoter version``."""
+    import platform  # like importlib.metadata, imported by this command only
+
     info = {
         "pivoter": __version__,
         "python": platform.python_version(),

@@ -1,16 +1,17 @@
 """Loading and applying a BundleDeployment's content: the steps of an install that can stop it.
 
 The BundleDeployment controller calls :func:`load_content` (the unpacked Bundle from the store,
-converted by the provisioner class's format) and then :func:`apply_content` for an install, an
-upgrade or a drift correction. An apply is, in order: the CRD upgrade preflight
-(:mod:`pivoter.controllers.crdupgrade`); a dry run when a service account installs (the API
-server authorizes every object as that account, so a missing right fails before anything is
-created); the pre hooks; a server-side apply under the BundleDeployment's field manager; a prune
-of what the previous content had and this one does not; the post hooks. Hooks run only for an
-install or upgrade, never for a drift correction.
+converted by the provisioner class's format), then :func:`pivoter.controllers.install.install`
+calls :func:`apply_content` for an install, an upgrade or a drift correction. An apply is, in
+order: the CRD upgrade preflight (:mod:`pivoter.controllers.crdupgrade`); a dry run when a
+service account installs (the API server authorizes every object as that account, so a missing
+right fails before anything is created); the pre hooks; a server-side apply under the
+BundleDeployment's field manager; a prune of what the previous content had and this one does
+not; the post hooks. Hooks run only for an install or upgrade, never for a drift correction.
 
 A step that cannot go on raises :class:`InstallBlocked`, which names the condition and reason to
-report and the objects already created (the controller adds them to the inventory).
+report and the objects already created (:func:`pivoter.controllers.install.blocked` adds them to
+the inventory).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pivoter.apis import rukpak
 from pivoter.controllers import bundlecontent, crdupgrade
 from pivoter.controllers.bundle import bundle_format_for
 from pivoter.controllers.generatedbundles import KIND
+from pivoter.controllers.reporting import where
 from pivoter.kube import Kube, KubeError
 from provisioners.apply.applier import Applier, ApplyError, ApplyResult, Owner, PruneResult
 from provisioners.apply.hooks import HookRunner
@@ -31,7 +33,7 @@ from provisioners.crdsafety import UnsafeCRDChange
 from provisioners.errors import ProvisionerError
 from provisioners.store import BundleStore, StoreError
 
-__all__ = ["Applied", "InstallBlocked", "apply_content", "load_content", "where"]
+__all__ = ["Applied", "InstallBlocked", "apply_content", "load_content"]
 
 
 class InstallBlocked(Exception):
@@ -199,8 +201,3 @@ def _pruned_notes(pruned: PruneResult) -> list[str]:
         notes.append(f"pruned {len(pruned.deleted)} objects the bundle no longer has")
     notes.extend(f"kept {ref.kind} {where(ref)}: {why}" for ref, why in pruned.kept)
     return notes
-
-
-def where(ref: ObjectRef) -> str:
-    """``namespace/name``, or ``name`` for a cluster-scoped object (for messages)."""
-    return f"{ref.namespace}/{ref.name}" if ref.namespace else ref.name

@@ -1,23 +1,31 @@
-"""Health of installed objects, per kind, feeding a BundleDeployment's ``Healthy`` condition.
+"""Health of installed objects, per kind, and the BundleDeployment's ``Healthy`` condition.
 
 :func:`check` reads each installed object and returns the ones that are not healthy with the
-reason, so the condition message names the failing object (``Deployment ns/name: ...``). The
-rules follow kstatus: workloads rolled out and available, CRDs Established, APIServices Available,
-and any object with a ``Ready`` condition Ready. Objects without a notion of health are healthy.
-Called by the BundleDeployment controller on every reconcile, reading the shared informer caches
-of managed objects when it has them.
+reason; :func:`healthy_condition` turns that into ``Healthy``, whose message names each failing
+object (``Deployment ns/name: ...``). The rules follow kstatus: workloads rolled out and
+available, CRDs Established, APIServices Available, and any object with a ``Ready`` condition
+Ready. Objects without a notion of health are healthy. Called by the BundleDeployment controller
+on every reconcile, reading the shared informer caches of managed objects when it has them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from pivoter.apis.conditions import find
+from pivoter.apis import rukpak
+from pivoter.apis.conditions import FALSE, TRUE, Condition, find
+from pivoter.controllers.reporting import where
 from pivoter.kube import Kube, KubeError, NotFound
 from provisioners.apply.objects import ObjectRef
 
-__all__ = ["check", "object_health"]
+__all__ = ["Read", "check", "healthy_condition", "object_health"]
+
+MAX_NAMED = 10
+"""How many failing objects the ``Healthy`` message names (the rest are counted)."""
+
+Read = Callable[[ObjectRef], Mapping[str, Any] | None]
+"""Answers an object from a cache when it can (None: not there, send a GET)."""
 
 
 def _condition(obj: Mapping[str, Any], type_: str) -> dict[str, Any] | None:
@@ -88,10 +96,7 @@ def object_health(obj: Mapping[str, Any]) -> str | None:
 
 
 def check(
-    kube: Kube,
-    refs: Iterable[ObjectRef],
-    *,
-    read: Callable[[ObjectRef], Mapping[str, Any] | None] | None = None,
+    kube: Kube, refs: Iterable[ObjectRef], *, read: Read | None = None
 ) -> list[tuple[ObjectRef, str]]:
     """Read every object of ``refs`` and return those that are unhealthy, with the reason.
 
@@ -118,3 +123,18 @@ def check(
         if reason:
             failing.append((ref, reason))
     return failing
+
+
+def healthy_condition(
+    kube: Kube, refs: Sequence[ObjectRef], *, read: Read | None = None
+) -> tuple[Condition, list[tuple[ObjectRef, str]]]:
+    """The ``Healthy`` condition of the installed objects ``refs``, and the failing ones (the
+    caller looks again sooner while some fail)."""
+    failing = check(kube, refs, read=read)
+    if not failing:
+        message = f"All {len(refs)} installed objects are healthy"
+        return Condition(rukpak.TYPE_HEALTHY, TRUE, rukpak.REASON_HEALTHY, message), failing
+    named = "; ".join(f"{ref.kind} {where(ref)}: {why}" for ref, why in failing[:MAX_NAMED])
+    more = len(failing) - MAX_NAMED
+    message = named + (f" (and {more} more)" if more > 0 else "")
+    return Condition(rukpak.TYPE_HEALTHY, FALSE, rukpak.REASON_UNHEALTHY, message), failing

@@ -11,24 +11,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pivoter.apis import rukpak
 from pivoter.apis.resources import BUNDLE_DEPLOYMENTS, BUNDLES
 from pivoter.controllers.bundle import BundleReconciler
 from pivoter.controllers.bundledeployment import BundleDeploymentReconciler, KeepOnDelete
-from pivoter.controllers.managedobjects import ManagedObjects
-from pivoter.kube import EventRecorder, Object
+from pivoter.controllers.managedobjects import ManagedObjects, owning_bundle_deployment
+from pivoter.kube import EventRecorder
 from pivoter.runtime.manager import Manager
 from provisioners.store import BundleStore
 
 __all__ = ["setup"]
-
-
-def _owning_bundle_deployment(bundle: Object) -> list[str]:
-    labels = (bundle.get("metadata") or {}).get("labels") or {}
-    if labels.get(rukpak.LABEL_OWNER_KIND) == "BundleDeployment":
-        name = labels.get(rukpak.LABEL_OWNER_NAME)
-        return [str(name)] if name else []
-    return []
 
 
 def setup(
@@ -67,6 +58,7 @@ def setup(
         "bundledeployments", deployments.reconcile, workers=workers
     )
     deployment_controller.watch(manager.informer_for(BUNDLE_DEPLOYMENTS))
-    deployment_controller.watch(bundle_informer, _owning_bundle_deployment)
+    # A generated Bundle carries its BundleDeployment's owner labels, as installed objects do.
+    deployment_controller.watch(bundle_informer, owning_bundle_deployment)
     deployments.managed = ManagedObjects(manager, deployment_controller)
     return bundles

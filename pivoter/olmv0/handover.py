@@ -33,13 +33,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
 from pivoter.apis.inventory import inventory_of
+from pivoter.apis.pivoter import TYPE_PROGRESSING, TYPE_RESOLVED
 from pivoter.apis.resources import RESOLUTIONS
 from pivoter.kube import Conflict, Kube, NotFound, Object
 from pivoter.olmv0 import quiet
@@ -60,19 +60,20 @@ from pivoter.olmv0.resources import (
     SUBSCRIPTIONS,
 )
 from pivoter.olmv0.survey import Installed
-from pivoter.pivot import Children, ChildState, state_of
+from pivoter.pivot import Children, ChildState, Phase, state_of
+from pivoter.resolutions.record import Record
 from pivoter.resolvesets import InputRef
 
 __all__ = [
     "ADOPTED",
     "FAILED",
     "INSTALLING",
-    "PAUSE_HOOK",
     "PLANNING",
     "RELEASING",
     "Progress",
     "advance",
     "start",
+    "step_hook",
 ]
 
 log = logging.getLogger(__name__)
@@ -83,8 +84,7 @@ RELEASING = "Releasing"
 ADOPTED = "Adopted"
 FAILED = "Failed"
 ANNOTATION_MESSAGE = "olmv0.pivoter.io/adoption-message"
-PAUSE_HOOK = "PIVOTER_TEST_PAUSE_ADOPTION_AT"
-"""Test hook: the step after whose recording the adoption blocks (to kill the daemon there)."""
+_STEP_HOOK: ContextVar[Callable[[str], None] | None] = ContextVar("step_hook", default=None)
 OLM_LABELS = (LABEL_OWNER, LABEL_OWNER_NAMESPACE, LABEL_OWNER_KIND)
 
 
@@ -134,12 +134,23 @@ def _record(kube: Kube, name: str, step: str, message: str = "") -> None:
     _hold(step)
 
 
+@contextlib.contextmanager
+def step_hook(hook: Callable[[str], None] | None) -> Iterator[None]:
+    """Within the block and in this thread, call ``hook(step)`` right after each step is
+    recorded, before its actions run: where tests hold an adoption to kill the daemon there
+    (:class:`pivoter.daemon.hooks.Hooks`, passed by the adoption controller)."""
+    token = _STEP_HOOK.set(hook)
+    try:
+        yield
+    finally:
+        _STEP_HOOK.reset(token)
+
+
 def _hold(step: str) -> None:
-    """The test hook: block for good right after ``step`` was recorded."""
-    if os.environ.get(PAUSE_HOOK) == step:
-        log.warning("test hook %s: holding the adoption in %s", PAUSE_HOOK, step)
-        while True:
-            time.sleep(3600)
+    """Call the test hook of :func:`step_hook`, if any: ``step`` was just recorded."""
+    hook = _STEP_HOOK.get()
+    if hook is not None:
+        hook(step)
 
 
 def _condition(res: Object, type_: str) -> dict[str, Any]:
@@ -165,11 +176,12 @@ def _delete(kube: Kube, resource: Any, name: str, namespace: str, **options: str
 
 def _plan(kube: Kube, res: Object) -> Progress:
     name = res["metadata"]["name"]
-    resolved = _condition(res, "Resolved")
+    resolved = _condition(res, TYPE_RESOLVED)
     if resolved.get("observedGeneration") != res["metadata"].get("generation"):
         return Progress(PLANNING, "waiting for the Resolution to resolve")
     csv = _annotations(res)[ANNOTATION_CSV]
-    if resolved.get("status") == "False":
+    resolution = Record.from_status(res.get("status")).resolution
+    if resolution is not None and not resolution.ok:
         message = (
             f"no pivoter catalog offers the installed bundle {csv}: "
             f"{resolved.get('message', '')}; nothing was changed (the Resolution is deleted)"
@@ -179,7 +191,7 @@ def _plan(kube: Kube, res: Object) -> Progress:
         return Progress(FAILED, message)
     selection = (res.get("status") or {}).get("selection") or []
     bundles = [s.get("bundle") for s in selection]
-    if resolved.get("status") != "True" or not selection:
+    if resolution is None or not selection:
         return Progress(PLANNING, "waiting for the Resolution to resolve")
     if bundles != [csv]:
         message = (
@@ -220,8 +232,9 @@ def _install(kube: Kube, res: Object) -> Progress:
         res = kube.merge_patch(RESOLUTIONS, name, {"spec": spec})
     children = Children(kube, InputRef("Resolution", name)).list()
     states = {package: state_of(bd) for package, bd in children.items()}
-    progressing = _condition(res, "Progressing")
-    if progressing.get("reason") in ("PivotFailed", "RolledBack"):
+    pivot = Record.from_status(res.get("status")).pivot
+    if pivot is not None and pivot.phase in (Phase.FAILED, Phase.ROLLED_BACK):
+        progressing = _condition(res, TYPE_PROGRESSING)
         return Progress(
             INSTALLING,
             f"the pivot that adopts failed: {progressing.get('message', '')}; OLM v0's CSV still "

@@ -1,5 +1,7 @@
-"""A ClusterExtension read as a pivoter input: :func:`extension_spec` turns the object into the
-:class:`~pivoter.resolutions.InputSpec` the shared engine works from.
+"""A ClusterExtension read as a pivoter input: :func:`extension_spec` turns the object, read
+through its typed view (:class:`pivoter.apis.views.ClusterExtension`, which names the field of an
+object it cannot read), into the :class:`~pivoter.resolutions.InputSpec` the shared engine works
+from.
 
 Every upstream field keeps its meaning (docs/olm-v1.md has the table):
 
@@ -33,22 +35,24 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
-from pivoter.apis import olmv1
-from pivoter.apis import pivoter as pivoter_api
-from pivoter.pivot import ChildSettings
-from pivoter.resolutions import (
-    ANNOTATION_APPROVED_REVISION,
-    ANNOTATION_PINNED_REVISION,
-    ANNOTATION_RETRY,
-    InputSpec,
+from pivoter.apis.views import (
+    ANNOTATION_ADOPT_EXISTING,
+    ANNOTATION_APPROVAL,
+    ANNOTATION_AUTO_ROLLBACK,
+    ANNOTATION_DEPENDENCIES,
+    ANNOTATION_HISTORY_LIMIT,
+    ClusterExtension,
 )
+from pivoter.pivot import ChildSettings
+from pivoter.resolutions import InputSpec
 from pivoter.resolutions.catalogs import CLUSTER_CATALOG
 from pivoter.resolvesets import InputRef
 from resolver import profiles
 from resolver.rules.inputs import PackageRequest
 
+# The opt-in annotations are the view's (pivoter.apis.views); listed here because pivoter.olmv1
+# exports them.
 __all__ = [
     "ANNOTATION_ADOPT_EXISTING",
     "ANNOTATION_APPROVAL",
@@ -62,19 +66,6 @@ __all__ = [
     "extension_spec",
     "package_of",
 ]
-
-ANNOTATION_DEPENDENCIES = "pivoter.io/dependencies"
-"""``Install``: dependencies are resolved and installed with the package; ``Refuse`` (default):
-a bundle that declares one is refused, as OLM v1 does."""
-ANNOTATION_APPROVAL = "pivoter.io/approval"
-"""``Manual``: every new selection waits for ``pivoter approve`` (default ``Automatic``)."""
-ANNOTATION_AUTO_ROLLBACK = "pivoter.io/auto-rollback"
-"""``"true"``: a failed pivot reverts every bundle of the group to the last good revision."""
-ANNOTATION_HISTORY_LIMIT = "pivoter.io/history-limit"
-"""How many ResolveSet revisions to keep (default 10, at least 1)."""
-ANNOTATION_ADOPT_EXISTING = "pivoter.io/adopt-existing"
-"""``"true"``: the children take over objects already on the cluster that another owner applied
-(the migration from operator-controller, whose Helm release owns them)."""
 
 OLMV1_PROFILE = "olmv1-filter"
 """OLM v1's bundle selection (resolver/profiles/olmv1_filter.py): what a ClusterExtension gets
@@ -94,49 +85,33 @@ class Settings:
     service_account: Mapping[str, str] | None = None
 
 
-def package_of(obj: Mapping[str, Any]) -> str:
-    """``spec.source.catalog.packageName`` ("" when absent)."""
-    return str(_catalog(obj).get("packageName") or "")
+def package_of(obj: Mapping[str, object]) -> str:
+    """``spec.source.catalog.packageName`` (raises
+    :class:`~pivoter.apis.views.FieldError` when the object cannot be read)."""
+    return ClusterExtension.parse(obj).catalog.package_name
 
 
-def _catalog(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    source = (obj.get("spec") or {}).get("source") or {}
-    catalog = source.get("catalog") or {}
-    return catalog if isinstance(catalog, Mapping) else {}
-
-
-def _int(value: Any) -> int | None:
-    try:
-        return int(value) if value not in (None, "") else None
-    except (TypeError, ValueError):
-        return None
-
-
-def extension_spec(obj: Mapping[str, Any], settings: Settings | None = None) -> InputSpec:
-    """The :class:`InputSpec` of a ``ClusterExtension`` object."""
+def extension_spec(obj: Mapping[str, object], settings: Settings | None = None) -> InputSpec:
+    """The :class:`InputSpec` of a ``ClusterExtension`` object (its view: raises
+    :class:`~pivoter.apis.views.FieldError` for a field it cannot read)."""
     settings = settings or Settings()
-    metadata = obj.get("metadata") or {}
-    spec = obj.get("spec") or {}
-    annotations = metadata.get("annotations") or {}
-    catalog = _catalog(obj)
-    package = package_of(obj)
-    namespace = str(spec.get("namespace") or "")
+    view = ClusterExtension.parse(obj)
+    catalog = view.catalog
+    namespace = view.namespace
     request = PackageRequest(
-        package=package,
-        channels=tuple(str(c) for c in catalog.get("channels") or ()),
-        version_range=str(catalog.get("version") or ""),
-        upgrade_policy=str(
-            catalog.get("upgradeConstraintPolicy") or olmv1.UPGRADE_CATALOG_PROVIDED
-        ),
+        package=catalog.package_name,
+        channels=catalog.channels,
+        version_range=catalog.version,
+        upgrade_policy=catalog.upgrade_constraint_policy,
     )
-    account = str((spec.get("serviceAccount") or {}).get("name") or "")
     service_account = (
-        {"namespace": namespace, "name": account} if account else settings.service_account
+        {"namespace": namespace, "name": view.service_account}
+        if view.service_account
+        else settings.service_account
     )
-    inline = ((spec.get("config") or {}).get("inline")) or {}
-    primary = dict(inline) if isinstance(inline, Mapping) else {}
+    primary = dict(view.inline_config or {})
     unknown = sorted(k for k in primary if k not in INLINE_KEYS)
-    extra: dict[str, Any] = {}
+    extra: dict[str, str] = {}
     if unknown:
         # Held back like a paused input: nothing is resolved into a pivot until it is fixed.
         extra[INVALID_CONFIGURATION] = (
@@ -145,41 +120,35 @@ def extension_spec(obj: Mapping[str, Any], settings: Settings | None = None) -> 
             + f" (registry+v1 bundles accept {' and '.join(INLINE_KEYS)})"
         )
         primary = {k: v for k, v in primary.items() if k in INLINE_KEYS}
-    enforcement = (
-        ((spec.get("install") or {}).get("preflight") or {}).get("crdUpgradeSafety") or {}
-    ).get("enforcement")
-    preflight = {"crdUpgradeSafety": {"disabled": True}} if enforcement == "None" else None
-    minutes = _int(spec.get("progressDeadlineMinutes")) or DEFAULT_DEADLINE_MINUTES
-    dependencies = str(annotations.get(ANNOTATION_DEPENDENCIES) or "Refuse")
-    pinned = str(annotations.get(ANNOTATION_PINNED_REVISION) or "")
+    preflight = (
+        {"crdUpgradeSafety": {"disabled": True}} if view.crd_upgrade_safety == "None" else None
+    )
+    minutes = view.progress_deadline_minutes or DEFAULT_DEADLINE_MINUTES
     return InputSpec(
-        ref=InputRef("ClusterExtension", str(metadata["name"])),
+        ref=InputRef("ClusterExtension", view.meta.name),
         requests=(request,),
-        catalog_selector=catalog.get("selector"),
+        catalog_selector=catalog.selector.to_dict() if catalog.selector is not None else None,
         service_account=service_account,
-        approval="Manual" if annotations.get(ANNOTATION_APPROVAL) == "Manual" else "Automatic",
-        auto_rollback=str(annotations.get(ANNOTATION_AUTO_ROLLBACK) or "").lower() == "true",
+        approval=view.approval,
+        auto_rollback=view.auto_rollback,
         progress_deadline=float(minutes * 60),
-        history_limit=max(
-            1,
-            _int(annotations.get(ANNOTATION_HISTORY_LIMIT)) or pivoter_api.DEFAULT_HISTORY_LIMIT,
-        ),
-        pinned=int(pinned) if pinned.isdigit() else None,
-        approved=str(annotations.get(ANNOTATION_APPROVED_REVISION) or ""),
+        history_limit=view.history_limit,
+        pinned=view.pinned,
+        approved=view.approved,
         # A new generation is a retry: a changed spec.config, serviceAccount or preflight is
         # applied (a pivot to the same revision) even when the selected bundles stay the same.
-        retry_token=f"{annotations.get(ANNOTATION_RETRY) or ''}#{metadata.get('generation') or 0}",
-        primary_package=package,
-        generation=int(metadata.get("generation") or 0),
+        retry_token=f"{view.meta.retry}#{view.meta.generation}",
+        primary_package=catalog.package_name,
+        generation=view.meta.generation,
         paused=bool(extra),
         extra=extra,
-        profile=profiles.DEFAULT if dependencies == "Install" else OLMV1_PROFILE,
+        profile=profiles.DEFAULT if view.dependencies == "Install" else OLMV1_PROFILE,
         catalog_kind=CLUSTER_CATALOG,
         fallback_to_active=True,
         child_settings=ChildSettings(
-            config={"installNamespace": namespace} if namespace else {},
+            config={"installNamespace": namespace},
             primary_config=primary,
             preflight=preflight,
-            adopt_existing=str(annotations.get(ANNOTATION_ADOPT_EXISTING) or "").lower() == "true",
+            adopt_existing=view.adopt_existing,
         ),
     )

@@ -60,7 +60,8 @@ class OlmV1:
 
     served: ServedCatalogs
     catalogs: ClusterCatalogReconciler
-    extensions: InputReconciler
+    extensions: InputReconciler | None
+    """None when set up with ``extensions=False``."""
 
     def start_server(self, host: str, port: int) -> CatalogdServer:
         """Serve the ClusterCatalogs' content (catalogd's HTTP API) in a background thread."""
@@ -100,18 +101,23 @@ def setup(
     settings: Settings | None = None,
     recorder: EventRecorder | None = None,
     workers: int = 2,
+    extensions: bool = True,
 ) -> OlmV1:
     """Register the ClusterCatalog and ClusterExtension controllers on ``manager``.
 
     ``base_url`` is where clients reach :meth:`OlmV1.start_server` (``status.urls.base`` of each
-    ClusterCatalog is ``<base_url>/catalogs/<name>``).
+    ClusterCatalog is ``<base_url>/catalogs/<name>``). ``extensions=False`` registers the
+    ClusterCatalog controller alone (pivoter as catalogd, another controller reconciles the
+    ClusterExtensions).
     """
     served = ServedCatalogs()
     catalogs = ClusterCatalogReconciler(manager.kube, cache, served, base_url, source_settings)
     catalog_controller = manager.controller(CATALOG_CONTROLLER, catalogs.reconcile, workers=workers)
     cluster_catalogs = manager.informer_for(CLUSTER_CATALOGS)
     catalog_controller.watch(cluster_catalogs)
-    extensions = register(
+    if not extensions:
+        return OlmV1(served, catalogs, None)
+    reconciler = register(
         manager,
         cluster_extension_kind(cache, settings),
         name=EXTENSION_CONTROLLER,
@@ -142,4 +148,4 @@ def setup(
         return [str(o["metadata"]["name"]) for o in inputs.store.list()]
 
     controller.watch(cluster_catalogs, selection_changed)
-    return OlmV1(served, catalogs, extensions)
+    return OlmV1(served, catalogs, reconciler)

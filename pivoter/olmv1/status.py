@@ -28,13 +28,14 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pivoter.apis import olmv1
-from pivoter.apis.conditions import FALSE, TRUE, set_condition
+from pivoter.apis.conditions import FALSE, TRUE, Condition, set_condition, set_conditions
+from pivoter.apis.views import ClusterExtension
 from pivoter.catalogs import CatalogCache
 from pivoter.olmv1.deprecation import deprecation_conditions
 from pivoter.olmv1.extensions import INVALID_CONFIGURATION, extension_spec, package_of
-from pivoter.pivot import ChildState
+from pivoter.pivot import ChildState, FailureCause
 from pivoter.resolutions import Outcome
-from pivoter.resolutions.engine import Status3
+from pivoter.resolutions.facts import ProgressState, ResolutionState
 from pivoter.resolutions.status import shared_dependencies, up_to_date
 from resolver.catalog.model import Deprecation
 from resolver.resolveset import ResolveSet
@@ -64,7 +65,15 @@ def _entry(document: ResolveSet | None, package: str) -> Any:
     return next((e for e in document.entries if e.package == package), None)
 
 
-def installed_condition(package: str, out: Outcome) -> tuple[Status3, dict[str, Any] | None]:
+FAILED_PIVOT_REASONS: Mapping[FailureCause | None, tuple[str, str]] = {
+    FailureCause.INVALID_CONFIGURATION: (FALSE, olmv1.REASON_INVALID_CONFIGURATION),
+    FailureCause.DEADLINE_EXCEEDED: (FALSE, olmv1.REASON_PROGRESS_DEADLINE_EXCEEDED),
+}
+"""``Progressing`` (status, reason) after a failed pivot, by its cause; any other cause (or
+none recorded) is Retrying, as operator-controller retries a failed install."""
+
+
+def installed_condition(package: str, out: Outcome) -> tuple[Condition, dict[str, Any] | None]:
     """``Installed`` and ``status.install`` for the extension's own ``package``."""
     record = out.record
     entry = _entry(out.active_document, package) if record.active is not None else None
@@ -73,57 +82,56 @@ def installed_condition(package: str, out: Outcome) -> tuple[Status3, dict[str, 
     )
     if entry is not None and missing is None:
         bundle = {"bundle": {"name": entry.bundle, "version": entry.version}}
-        return (
-            (TRUE, olmv1.REASON_SUCCEEDED, f"Installed bundle {entry.image} successfully"),
-            bundle,
-        )
+        message = f"Installed bundle {entry.image} successfully"
+        return _installed(TRUE, olmv1.REASON_SUCCEEDED, message), bundle
     if missing is not None:
-        return (FALSE, olmv1.REASON_FAILED, missing.message), None
+        return _installed(FALSE, olmv1.REASON_FAILED, missing.message), None
     if record.pivoting:
-        return (FALSE, olmv1.REASON_ABSENT, MESSAGE_NO_BUNDLE), None
-    return (FALSE, olmv1.REASON_FAILED, MESSAGE_NO_BUNDLE), None
+        return _installed(FALSE, olmv1.REASON_ABSENT, MESSAGE_NO_BUNDLE), None
+    return _installed(FALSE, olmv1.REASON_FAILED, MESSAGE_NO_BUNDLE), None
 
 
-def progressing_condition(obj: Mapping[str, Any], out: Outcome) -> Status3:
+def _installed(status: str, reason: str, message: str) -> Condition:
+    return Condition(olmv1.TYPE_INSTALLED, status, reason, message)
+
+
+def progressing_condition(obj: Mapping[str, Any], out: Outcome) -> Condition:
     """``Progressing`` from what the pass found (see the module docstring)."""
     spec = extension_spec(obj)
     invalid = str(spec.extra.get(INVALID_CONFIGURATION) or "")
     if invalid:
-        return FALSE, olmv1.REASON_INVALID_CONFIGURATION, invalid
+        return _progressing(FALSE, olmv1.REASON_INVALID_CONFIGURATION, invalid)
     if out.conflict:
-        return TRUE, olmv1.REASON_RETRYING, out.conflict
-    _, reason, message = out.progressing
-    if reason in ("Pivoting", "RollingBack"):
-        return TRUE, olmv1.REASON_ROLLING_OUT, message
-    if reason == "AwaitingApproval":
-        return FALSE, olmv1.REASON_BLOCKED, message
-    if reason in ("PivotFailed", "RolledBack"):
-        if "spec.config" in message:
-            return FALSE, olmv1.REASON_INVALID_CONFIGURATION, message
-        if "the progress deadline of" in message:
-            return FALSE, olmv1.REASON_PROGRESS_DEADLINE_EXCEEDED, message
-        return TRUE, olmv1.REASON_RETRYING, message
-    if out.resolved is not None and out.resolved[0] == FALSE:
-        return _not_resolved(obj, out.resolved)
+        return _progressing(TRUE, olmv1.REASON_RETRYING, out.conflict)
+    progress = out.progressing
+    if progress.state.moving:
+        return _progressing(TRUE, olmv1.REASON_ROLLING_OUT, progress.message)
+    if progress.state is ProgressState.AWAITING_APPROVAL:
+        return _progressing(FALSE, olmv1.REASON_BLOCKED, progress.message)
+    if progress.state.failed:
+        status, reason = FAILED_PIVOT_REASONS.get(progress.cause, (TRUE, olmv1.REASON_RETRYING))
+        return _progressing(status, reason, progress.message)
+    resolved = out.resolved
+    if resolved is not None and not resolved.state.ok:
+        if resolved.state is ResolutionState.PINNED_REVISION_MISSING:
+            return _progressing(FALSE, olmv1.REASON_BLOCKED, resolved.text)
+        if resolved.state is ResolutionState.NO_CATALOGS:
+            # No ClusterCatalog offers anything: OLM v1 says it finds no bundle for the package.
+            no_bundles = f'no bundles found for package "{package_of(obj)}"'
+            return _progressing(
+                TRUE, olmv1.REASON_RETRYING, "; ".join([no_bundles, *resolved.notes])
+            )
+        return _progressing(TRUE, olmv1.REASON_RETRYING, resolved.text)
     failed = [r for r in out.reports if r.state in (ChildState.FAILED, ChildState.MISSING)]
     if failed:
-        return TRUE, olmv1.REASON_RETRYING, "; ".join(r.message for r in failed)
+        return _progressing(TRUE, olmv1.REASON_RETRYING, "; ".join(r.message for r in failed))
     if out.record.active is not None:
-        return TRUE, olmv1.REASON_SUCCEEDED, MESSAGE_DESIRED_STATE
-    return TRUE, olmv1.REASON_RETRYING, message
+        return _progressing(TRUE, olmv1.REASON_SUCCEEDED, MESSAGE_DESIRED_STATE)
+    return _progressing(TRUE, olmv1.REASON_RETRYING, progress.message)
 
 
-def _not_resolved(obj: Mapping[str, Any], resolved: Status3) -> Status3:
-    _, reason, message = resolved
-    if reason == "PinnedRevisionMissing":
-        return FALSE, olmv1.REASON_BLOCKED, message
-    if reason == "NoCatalogs":
-        # No ClusterCatalog offers anything: OLM v1 says it finds no bundle for the package.
-        notes = message.split("; ", 1)[1] if "; " in message else ""
-        message = f'no bundles found for package "{package_of(obj)}"'
-        if notes:
-            message += f"; {notes}"
-    return TRUE, olmv1.REASON_RETRYING, message
+def _progressing(status: str, reason: str, message: str) -> Condition:
+    return Condition(olmv1.TYPE_PROGRESSING, status, reason, message)
 
 
 def _deprecations(
@@ -137,14 +145,12 @@ def _deprecations(
     pass that did not resolve (a pivot going on), of the installed bundle; Unknown when the
     request did not resolve or its catalog is gone."""
     if out.resolved is not None:
-        entry = _entry(out.selection, package) if out.resolved[0] == TRUE else None
+        entry = _entry(out.selection, package) if out.resolved.state.ok else None
     else:
         entry = _entry(out.active_document, package)
     deprecation = deprecation_of(entry.catalog, package) if entry is not None else None
     known = entry is not None and deprecation is not _NO_CATALOG
-    channels = (((obj.get("spec") or {}).get("source") or {}).get("catalog") or {}).get(
-        "channels"
-    ) or []
+    channels = ClusterExtension.parse(obj).catalog.channels
     return deprecation_conditions(
         deprecation if isinstance(deprecation, Deprecation) else None,
         has_catalog_data=known,
@@ -161,10 +167,7 @@ def extension_status(
     previous = obj.get("status") or {}
     conditions: list[dict[str, Any]] = [dict(c) for c in previous.get("conditions") or []]
     installed, install = installed_condition(package, out)
-    set_condition(conditions, olmv1.TYPE_INSTALLED, *installed, generation=generation)
-    set_condition(
-        conditions, olmv1.TYPE_PROGRESSING, *progressing_condition(obj, out), generation=generation
-    )
+    set_conditions(conditions, [installed, progressing_condition(obj, out)], generation=generation)
     for type_, value, reason, message in _deprecations(obj, out, package, install, deprecation_of):
         set_condition(conditions, type_, value, reason, message, generation=generation)
     conditions = up_to_date(conditions, out, generation)

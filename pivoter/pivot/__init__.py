@@ -34,7 +34,7 @@ from pivoter.pivot.naming import (
     children_selector,
 )
 from pivoter.pivot.prepare import Pending, Prepared, PrepareFailed, Preparer
-from pivoter.pivot.state import Phase, PivotHead, PivotRecord
+from pivoter.pivot.state import FailureCause, Phase, PivotHead, PivotRecord
 
 __all__ = [
     "ANNOTATION_BUNDLE",
@@ -51,6 +51,7 @@ __all__ = [
     "ChildState",
     "Children",
     "Event",
+    "FailureCause",
     "KeepObjects",
     "Pending",
     "Phase",

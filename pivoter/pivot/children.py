@@ -17,11 +17,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pivoter.apis import olmv1, platform, rukpak
-from pivoter.apis import pivoter as pivoter_api
+from pivoter.apis import rukpak
 from pivoter.apis.conditions import FALSE, TRUE, find
+from pivoter.apis.inputs import ActiveRevision, SelectedPackages, Wanted, input_kind
 from pivoter.apis.resources import BUNDLE_DEPLOYMENTS
-from pivoter.kube import Conflict, Kube, NotFound, Object, Resource
+from pivoter.kube import Conflict, Kube, NotFound, Object
 from pivoter.pivot.naming import (
     ANNOTATION_BUNDLE,
     ANNOTATION_INPUT,
@@ -57,16 +57,6 @@ input still wants it (:func:`keep_on_delete`)."""
 REASON_CHILD_MISSING = "ChildMissing"
 OPTIONAL_SPEC_KEYS = ("serviceAccount", "config", "preflight", "adoptExisting")
 """Child spec fields an input may set and later drop (see :meth:`Children.apply`)."""
-INPUT_RESOURCES = {
-    "Resolution": Resource(pivoter_api.API_VERSION, "Resolution", "resolutions", namespaced=False),
-    "PlatformOperator": Resource(
-        platform.API_VERSION, "PlatformOperator", "platformoperators", namespaced=False
-    ),
-    "ClusterExtension": Resource(
-        olmv1.API_VERSION, "ClusterExtension", "clusterextensions", namespaced=False
-    ),
-}
-
 FAILED_INSTALL_REASONS = frozenset(
     {
         rukpak.REASON_INSTALL_FAILED,
@@ -240,7 +230,8 @@ class Children:
     kube: Kube
     ref: InputRef
     primary: str = ""
-    """The input's own package (a PlatformOperator's), whose child is named after the input."""
+    """The input's own package (a PlatformOperator's or a ClusterExtension's), whose child is
+    named after the input."""
 
     def name_of(self, package: str) -> str:
         """The name of ``package``'s child."""
@@ -346,17 +337,18 @@ def keep_on_delete(kube: Kube, bd: Mapping[str, Any]) -> KeepObjects | None:
     A child deleted by someone other than its input (no :data:`ANNOTATION_UNINSTALL`) is
     re-created by the input at once when the input still wants it: then its objects stay, under
     the same owner labels and field manager, so the re-created child (same name) adopts them
-    with no outage. That holds when the controlling input (by ownerReference uid) exists, is not
-    being deleted, and the selection in its status still lists the child's package. A failed
-    read of the input raises (the finalizer is retried), so a flaky API server never makes a
-    wrong uninstall."""
+    with no outage. That holds when the controlling input (by ownerReference uid) is of an input
+    kind (:data:`pivoter.apis.inputs.INPUT_KINDS`), exists, is not being deleted, and its status
+    still wants the child (as its kind reads it: :attr:`~pivoter.apis.inputs.InputKind.wanted`).
+    A failed read of the input raises (the finalizer is retried), so a flaky API server never
+    makes a wrong uninstall."""
     metadata = bd.get("metadata") or {}
     annotations = metadata.get("annotations") or {}
     if annotations.get(ANNOTATION_UNINSTALL):
         return None
     kind, _, name = str(annotations.get(ANNOTATION_INPUT) or "").partition("/")
     package = str(annotations.get(ANNOTATION_PACKAGE) or "")
-    resource = INPUT_RESOURCES.get(kind)
+    parent_kind = input_kind(kind)
     owner = next(
         (
             o
@@ -365,28 +357,17 @@ def keep_on_delete(kube: Kube, bd: Mapping[str, Any]) -> KeepObjects | None:
         ),
         None,
     )
-    if resource is None or owner is None or not owner.get("uid") or not name or not package:
+    if parent_kind is None or owner is None or not owner.get("uid") or not name or not package:
         return None
     try:
-        parent = kube.get(resource, name)
+        parent = kube.get(parent_kind.resource, name)
     except NotFound:
         return None
     parent_meta = parent.get("metadata") or {}
     if parent_meta.get("uid") != owner["uid"] or parent_meta.get("deletionTimestamp"):
         return None
-    status = parent.get("status") or {}
-    selection = status.get("selection")
-    if isinstance(selection, list):
-        # A Resolution: the selection in view (a pivot's target while it runs).
-        wanted = package in {str(e.get("package")) for e in selection if isinstance(e, Mapping)}
-    else:
-        # A PlatformOperator publishes no selection: the child of the active revision, and no
-        # pivot in progress (which may be pruning it).
-        phase = str((status.get("pivot") or {}).get("phase") or "")
-        pivoting = phase in {p.value for p in Phase if not p.terminal}
-        active = str(status.get("activeRevision") or "")
-        wanted = not pivoting and bool(active) and annotations.get(ANNOTATION_REVISION) == active
-    if not wanted:
+    wanted = parent_kind.wanted(parent.get("status") or {})
+    if not _wants(wanted, package, str(annotations.get(ANNOTATION_REVISION) or "")):
         return None
     bundle = annotations.get(ANNOTATION_BUNDLE) or package
     child = metadata.get("name")
@@ -396,3 +377,13 @@ def keep_on_delete(kube: Kube, bd: Mapping[str, Any]) -> KeepObjects | None:
         "re-creates under the same name, which adopts them with no outage"
     )
     return KeepObjects(message, parent)
+
+
+def _wants(wanted: Wanted, package: str, revision: str) -> bool:
+    """Whether the child of ``package`` recorded at ``revision`` is one ``wanted`` includes."""
+    match wanted:
+        case SelectedPackages(packages):
+            return package in packages
+        case ActiveRevision(active, phase):
+            pivoting = phase in {p.value for p in Phase if not p.terminal}
+            return not pivoting and active is not None and revision == str(active)

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pivoter.kube import Object
+from pivoter.pivot import words
 from pivoter.pivot.children import (
     ChildReport,
     ChildSettings,
@@ -42,7 +43,7 @@ from pivoter.pivot.children import (
 from pivoter.pivot.naming import ANNOTATION_BUNDLE, ANNOTATION_REVISION
 from pivoter.pivot.ports import ChildrenPort, PreparerPort
 from pivoter.pivot.prepare import Pending, Prepared, PrepareFailed
-from pivoter.pivot.state import Phase, PivotRecord
+from pivoter.pivot.state import FailureCause, Phase, PivotRecord
 from pivoter.resolvesets import InputRef
 from resolver.resolveset import Entry, ResolveSet
 
@@ -57,8 +58,6 @@ DEFAULT_FAILURE_GRACE = 5.0
 """How long a child must stay failed, with no other child still pending, before the pivot is
 declared failed: children are applied together, so a consumer may fail once before its
 provider's CRD exists, and the BundleDeployment controller retries it."""
-
-RECREATING = "is missing (deleted, or not created yet); creating it"
 
 Event = tuple[str, str, str]
 """(``Normal`` or ``Warning``, reason, message) for the input's Events."""
@@ -170,19 +169,18 @@ class PivotMachine:
             requires = {e.package: e.requires for e in plan.target.entries}
             prepared = self.preparer.prepare(desired, owner=plan.owner, requires=requires)
         except UninstallableBundle as exc:
-            self._fail(plan, result, exc.bundle, str(exc))
+            self._fail(plan, result, exc.bundle, str(exc), FailureCause.UNINSTALLABLE)
             return
         except PrepareFailed as exc:
-            why = f"bundle {exc.bundle} of package {exc.package} cannot be installed: {exc}"
-            self._fail(plan, result, exc.bundle, why)
+            why = words.NOT_INSTALLABLE.format(bundle=exc.bundle, package=exc.package, why=exc)
+            self._fail(plan, result, exc.bundle, why, exc.cause)
             return
         if isinstance(prepared, Pending):
             if self.clock() - record.started > plan.deadline_seconds:
-                why = (
-                    f"the progress deadline of {plan.deadline_seconds:.0f}s passed while "
-                    f"{prepared.summary()}"
+                why = words.DEADLINE_PREPARING.format(
+                    seconds=plan.deadline_seconds, waiting=prepared.summary()
                 )
-                self._fail(plan, result, prepared.waiting[0], why)
+                self._fail(plan, result, prepared.waiting[0], why, FailureCause.DEADLINE_EXCEEDED)
                 return
             result.requeue_after = PREPARE_POLL_SECONDS
             return
@@ -213,7 +211,7 @@ class PivotMachine:
                 if e.package in wave
             ]
         except UninstallableBundle as exc:
-            self._fail(plan, result, exc.bundle, str(exc))
+            self._fail(plan, result, exc.bundle, str(exc), FailureCause.UNINSTALLABLE)
             return
         for child in desired:
             self.preparer.hand_over(self.children.apply(child))
@@ -230,7 +228,7 @@ class PivotMachine:
                 self.children.apply(self._desired(plan, entry, record.revision))
         reports = [
             self.children.report(
-                e.package, existing.get(e.package), bundle=e.bundle, missing=RECREATING
+                e.package, existing.get(e.package), bundle=e.bundle, missing=words.RECREATING
             )
             for e in plan.target.entries
         ]
@@ -251,7 +249,7 @@ class PivotMachine:
         now = self.clock()
         failed = [r for r in reports if r.state is ChildState.FAILED]
         pending = states & {ChildState.PENDING, ChildState.UNPACK_PENDING, ChildState.MISSING}
-        why = ""
+        why, cause = "", FailureCause.BUNDLE_FAILED
         if failed and not pending:
             if record.failing_since is None:
                 result.record = record.to(record.phase, failing_since=now)
@@ -261,19 +259,24 @@ class PivotMachine:
                 why = _failure_message(plan, failed[0])
         if not why and now - record.started > plan.deadline_seconds:
             not_ready = [r for r in reports if r.state is not ChildState.READY]
-            why = f"the progress deadline of {plan.deadline_seconds:.0f}s passed; " + "; ".join(
-                _describe(plan, r) for r in not_ready
+            why = words.DEADLINE_WAITING.format(
+                seconds=plan.deadline_seconds,
+                not_ready="; ".join(_describe(plan, r) for r in not_ready),
             )
+            cause = FailureCause.DEADLINE_EXCEEDED
         if not why:
             if not failed and record.failing_since is not None:
                 result.record = record.to(record.phase, failing_since=None)
             result.requeue_after = POLL_SECONDS
             return
         culprit = (failed or [r for r in reports if r.state is not ChildState.READY])[0]
-        self._fail(plan, result, _bundle_of(plan.target, culprit.package), why)
+        self._fail(plan, result, _bundle_of(plan.target, culprit.package), why, cause)
 
-    def _fail(self, plan: PivotPlan, result: StepResult, bundle: str, why: str) -> None:
-        """End the pivot on ``bundle``'s failure: roll back, or stop when that is not possible."""
+    def _fail(
+        self, plan: PivotPlan, result: StepResult, bundle: str, why: str, cause: FailureCause
+    ) -> None:
+        """End the pivot on ``bundle``'s failure (``cause`` says why, ``why`` in words): roll
+        back, or stop when that is not possible."""
         record = result.record
         now = self.clock()
         if plan.auto_rollback and plan.previous is not None:
@@ -283,15 +286,16 @@ class PivotMachine:
                 failing_since=None,
                 failed_bundle=bundle,
                 message=why,
+                cause=cause,
             )
         else:
-            suffix = (
-                " (automatic rollback is off)"
-                if not plan.auto_rollback
-                else " (no earlier successful revision to revert to)"
-            )
+            template = words.NO_ROLLBACK_OFF if not plan.auto_rollback else words.NO_ROLLBACK_TARGET
             result.record = record.to(
-                Phase.FAILED, failed_bundle=bundle, message=why + suffix, failing_since=None
+                Phase.FAILED,
+                failed_bundle=bundle,
+                message=template.format(why=why),
+                cause=cause,
+                failing_since=None,
             )
 
     def _roll_back(self, plan: PivotPlan, result: StepResult) -> None:
@@ -325,8 +329,12 @@ class PivotMachine:
             )
             result.record = record.to(
                 Phase.FAILED,
-                message=f"{record.message}; the rollback to revision {record.previous} did not "
-                f"complete within {plan.deadline_seconds:.0f}s: {not_ready or 'pruning'}",
+                message=words.ROLLBACK_INCOMPLETE.format(
+                    why=record.message,
+                    previous=record.previous,
+                    seconds=plan.deadline_seconds,
+                    not_ready=not_ready or "pruning",
+                ),
             )
             return
         result.requeue_after = POLL_SECONDS
@@ -363,46 +371,42 @@ def _bundle_of(resolveset: ResolveSet, package: str) -> str:
 def _describe(plan: PivotPlan, report: ChildReport) -> str:
     bundle = _bundle_of(plan.target, report.package)
     where = f" (BundleDeployment {report.name})" if report.name else ""
-    return f"bundle {bundle}{where} is {report.state.value}: {report.message}"
+    return words.NOT_READY.format(
+        bundle=bundle, where=where, state=report.state.value, why=report.message
+    )
 
 
 def _failure_message(plan: PivotPlan, report: ChildReport) -> str:
     bundle = _bundle_of(plan.target, report.package)
-    return (
-        f"bundle {bundle} of package {report.package} failed (BundleDeployment {report.name}, "
-        f"{report.reason}): {report.message}"
+    return words.FAILED_CHILD.format(
+        bundle=bundle,
+        package=report.package,
+        child=report.name,
+        reason=report.reason,
+        why=report.message,
     )
 
 
 def _prepared_event(revision: int, prepared: Prepared) -> Event:
-    return ("Normal", "PivotPrepared", f"Prepared revision {revision}: {prepared.summary()}")
+    return (
+        "Normal",
+        "PivotPrepared",
+        words.EVENT_PREPARED.format(revision=revision, summary=prepared.summary()),
+    )
 
 
 def _event_for(plan: PivotPlan, record: PivotRecord) -> Event | None:
-    revision = record.revision
+    fields = {"revision": record.revision, "previous": record.previous, "why": record.message}
     texts = {
-        Phase.WAITING: ("Normal", "PivotApplied", f"Applied the bundles of revision {revision}"),
-        Phase.PRUNING: (
-            "Normal",
-            "PivotInstalled",
-            f"Every bundle of revision {revision} is installed and healthy; pruning",
-        ),
-        Phase.SUCCEEDED: ("Normal", "PivotSucceeded", f"Revision {revision} is active"),
-        Phase.ROLLING_BACK: (
-            "Warning",
-            "PivotFailed",
-            f"Pivot to revision {revision} failed, rolling back to revision "
-            f"{record.previous}: {record.message}",
-        ),
-        Phase.ROLLED_BACK: (
-            "Warning",
-            "RolledBack",
-            f"Rolled back to revision {record.previous} after revision {revision} failed",
-        ),
-        Phase.FAILED: (
-            "Warning",
-            "PivotFailed",
-            f"Pivot to revision {revision} failed: {record.message}",
-        ),
+        Phase.WAITING: ("Normal", "PivotApplied", words.EVENT_APPLIED),
+        Phase.PRUNING: ("Normal", "PivotInstalled", words.EVENT_INSTALLED),
+        Phase.SUCCEEDED: ("Normal", "PivotSucceeded", words.EVENT_SUCCEEDED),
+        Phase.ROLLING_BACK: ("Warning", "PivotFailed", words.EVENT_ROLLING_BACK),
+        Phase.ROLLED_BACK: ("Warning", "RolledBack", words.EVENT_ROLLED_BACK),
+        Phase.FAILED: ("Warning", "PivotFailed", words.EVENT_FAILED),
     }
-    return texts.get(record.phase)
+    found = texts.get(record.phase)
+    if found is None:
+        return None
+    type_, reason, template = found
+    return type_, reason, template.format(**fields)

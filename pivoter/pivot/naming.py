@@ -1,10 +1,11 @@
 """Names, labels and annotations of the child BundleDeployments a pivot creates: pure functions.
 
 One child BundleDeployment installs one bundle of an input's ResolveSet. Its name is
-``<input>-<package>`` (a PlatformOperator's own package gets the PlatformOperator's name, as the
-reference controller does) and fits rukpak's 45-character limit: what does not fit is cut and
-followed by ten hex digits of sha256 of the full ``<Kind>/<input>/<package>``, so two children
-never share a name. Used by :mod:`pivoter.pivot.children` and the input controllers.
+``<input>-<package>`` (the input's own package, the one a PlatformOperator or a ClusterExtension
+names, gets the input's name, as their reference controllers do) and fits rukpak's 45-character
+limit: what does not fit is cut and followed by ten hex digits of sha256 of the full
+``<Kind>/<input>/<package>``, so two children never share a name. Used by
+:mod:`pivoter.pivot.children` and the input controllers.
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ _HASH_CHARS = 10
 def child_name(ref: InputRef, package: str, *, primary: bool = False) -> str:
     """The name of the child BundleDeployment of ``package`` for input ``ref``.
 
-    ``primary``: the package is the input's own (a PlatformOperator's), so the child is named
+    ``primary``: the package is the input's own (a PlatformOperator's or a ClusterExtension's: the
+    spec reader of the kind says which, ``InputSpec.primary_package``), so the child is named
     after the input alone.
     """
     raw = ref.name if primary else f"{ref.name}-{package}"

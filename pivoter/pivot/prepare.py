@@ -31,7 +31,7 @@ from pivoter.apis.conditions import FALSE, find
 from pivoter.apis.resources import BUNDLES
 from pivoter.controllers.bundle import BundleReconciler, bundle_format_for
 from pivoter.controllers.bundlecontent import BundleContent, convert
-from pivoter.controllers.bundledeployment import KIND, generated_bundle_name, template_hash
+from pivoter.controllers.generatedbundles import KIND, generated_bundle_name, template_hash
 from pivoter.kube import Conflict, Kube, KubeError, NotFound, Object
 from pivoter.kube.identities import Identities
 from pivoter.pivot.naming import (
@@ -41,10 +41,12 @@ from pivoter.pivot.naming import (
     children_selector,
 )
 from pivoter.pivot.order import providers, waves
+from pivoter.pivot.state import FailureCause
 from pivoter.resolvesets import InputRef
 from provisioners.apply.applier import Applier, ApplyError, Owner
 from provisioners.apply.objects import ObjectRef, ref_of
 from provisioners.errors import ProvisionerError
+from provisioners.formats.base import InvalidConfigError
 from provisioners.store import StoreError
 
 __all__ = ["Pending", "PrepareFailed", "Prepared", "Preparer"]
@@ -55,12 +57,21 @@ NAMESPACES = "/api/v1/namespaces"
 
 
 class PrepareFailed(Exception):
-    """A bundle of the group cannot be installed; nothing of the group was applied."""
+    """A bundle of the group cannot be installed; nothing of the group was applied. ``cause``
+    says why as a fact (:attr:`FailureCause.INVALID_CONFIGURATION` when the bundle's format
+    refused its ``spec.config``)."""
 
-    def __init__(self, package: str, bundle: str, message: str) -> None:
+    def __init__(
+        self,
+        package: str,
+        bundle: str,
+        message: str,
+        cause: FailureCause = FailureCause.BUNDLE_FAILED,
+    ) -> None:
         super().__init__(message)
         self.package = package
         self.bundle = bundle
+        self.cause = cause
 
 
 @dataclass(frozen=True)
@@ -263,7 +274,14 @@ class Preparer:
             stored = self.bundles.store.get(str(bundle["status"]["digest"]))
             return convert(bundle_format, stored.path, spec.get("config") or {}, api)
         except (StoreError, ProvisionerError, KubeError) as exc:
-            raise PrepareFailed(package, name, f"bundle {name} cannot be rendered: {exc}") from exc
+            cause = (
+                FailureCause.INVALID_CONFIGURATION
+                if isinstance(exc, InvalidConfigError)
+                else FailureCause.BUNDLE_FAILED
+            )
+            raise PrepareFailed(
+                package, name, f"bundle {name} cannot be rendered: {exc}", cause
+            ) from exc
 
     def _dry_run(
         self,

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-__all__ = ["Phase", "PivotHead", "PivotRecord", "now_iso", "parse_time"]
+__all__ = ["FailureCause", "Phase", "PivotHead", "PivotRecord", "now_iso", "parse_time"]
 
 
 class Phase(enum.Enum):
@@ -33,6 +33,37 @@ class Phase(enum.Enum):
     def terminal(self) -> bool:
         """Whether the pivot is over (nothing runs until the next pivot starts)."""
         return self in (Phase.SUCCEEDED, Phase.ROLLED_BACK, Phase.FAILED)
+
+    @property
+    def succeeded(self) -> bool:
+        """Whether the pivot ended with its target active."""
+        return self is Phase.SUCCEEDED
+
+
+class FailureCause(enum.Enum):
+    """Why a pivot failed, as a fact the input kinds' status modules decide from (the message
+    says it in words for people; nothing reads the words back). Stored in ``status.pivot.cause``.
+    """
+
+    BUNDLE_FAILED = "BundleFailed"
+    """A bundle could not be installed: its dry run, its child's install or its health."""
+    INVALID_CONFIGURATION = "InvalidConfiguration"
+    """A bundle's format refused the configuration it was given (``spec.config``)."""
+    DEADLINE_EXCEEDED = "ProgressDeadlineExceeded"
+    """The progress deadline passed before every bundle was installed and healthy."""
+    UNINSTALLABLE = "Uninstallable"
+    """The catalog does not say how to install a bundle (e.g. no image)."""
+    REVISION_LOST = "RevisionLost"
+    """A ResolveSet revision the pivot needs was deleted or modified by hand."""
+
+    @classmethod
+    def read(cls, value: Any) -> FailureCause | None:
+        """The cause stored in a record, or None (no cause, or one this version does not know:
+        a record written by an older pivoter)."""
+        try:
+            return cls(str(value)) if value else None
+        except ValueError:
+            return None
 
 
 def now_iso(now: float) -> str:
@@ -85,6 +116,8 @@ class PivotRecord:
     failing_since: float | None = None
     failed_bundle: str = ""
     message: str = ""
+    cause: FailureCause | None = None
+    """Why the pivot failed (None while it has not; kept through a rollback and its failure)."""
     waves: tuple[tuple[str, ...], ...] = ()
     """The packages in apply order (:mod:`pivoter.pivot.order`), set when Preparing ends."""
     applied_waves: int = 0
@@ -104,6 +137,7 @@ class PivotRecord:
             "failingSince": now_iso(self.failing_since) if self.failing_since else None,
             "failedBundle": self.failed_bundle or None,
             "message": self.message or None,
+            "cause": self.cause.value if self.cause else None,
             "waves": [list(wave) for wave in self.waves] or None,
             "appliedWaves": self.applied_waves or None,
         }
@@ -124,6 +158,7 @@ class PivotRecord:
             failing_since=parse_time(data.get("failingSince")),
             failed_bundle=str(data.get("failedBundle") or ""),
             message=str(data.get("message") or ""),
+            cause=FailureCause.read(data.get("cause")),
             waves=_waves(data.get("waves")),
             applied_waves=_count(data.get("appliedWaves")),
         )

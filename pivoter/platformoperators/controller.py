@@ -15,17 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from pivoter.apis.resources import PLATFORM_OPERATORS
+from pivoter.apis.views import PlatformOperator
 from pivoter.catalogs import CatalogCache
 from pivoter.kube import EventRecorder
 from pivoter.pivot import Preparer
 from pivoter.platformoperators.status import platform_operator_status
-from pivoter.resolutions import (
-    ANNOTATION_PINNED_REVISION,
-    ANNOTATION_RETRY,
-    InputReconciler,
-    InputSpec,
-    Kind,
-)
+from pivoter.resolutions import InputReconciler, InputSpec, Kind
 from pivoter.resolutions.controller import register
 from pivoter.resolvesets import InputRef, RevisionStore
 from pivoter.runtime.manager import Manager
@@ -47,20 +42,19 @@ class Settings:
 def platform_operator_kind(settings: Settings) -> Kind:
     """How the shared reconciler reads and writes PlatformOperators."""
 
-    def spec_of(obj: Mapping[str, Any]) -> InputSpec:
-        metadata = obj.get("metadata") or {}
-        package = str(((obj.get("spec") or {}).get("package") or {}).get("name") or "")
-        annotations = metadata.get("annotations") or {}
-        pinned = str(annotations.get(ANNOTATION_PINNED_REVISION) or "")
+    def spec_of(obj: Mapping[str, object]) -> InputSpec:
+        """The object through its view (:class:`~pivoter.apis.views.FieldError` for a field it
+        cannot read); the rest is how this daemon installs every PlatformOperator."""
+        view = PlatformOperator.parse(obj)
         return InputSpec(
-            ref=InputRef("PlatformOperator", str(metadata["name"])),
-            requests=(PackageRequest(package=package),),
+            ref=InputRef("PlatformOperator", view.meta.name),
+            requests=(PackageRequest(package=view.package),),
             catalog_selector=settings.catalog_selector,
             service_account=settings.service_account,
-            primary_package=package,
-            pinned=int(pinned) if pinned.isdigit() else None,
-            retry_token=str(annotations.get(ANNOTATION_RETRY) or ""),
-            generation=int(metadata.get("generation") or 0),
+            primary_package=view.package,
+            pinned=view.pinned,
+            retry_token=view.meta.retry,
+            generation=view.meta.generation,
         )
 
     return Kind(PLATFORM_OPERATORS, spec_of, platform_operator_status, lambda _: "Delete")

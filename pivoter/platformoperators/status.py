@@ -13,42 +13,49 @@ from collections.abc import Mapping
 from typing import Any
 
 from pivoter.apis import platform
-from pivoter.apis.conditions import FALSE, TRUE, set_condition
+from pivoter.apis.conditions import FALSE, TRUE, Condition, set_conditions
+from pivoter.apis.views import PlatformOperator
 from pivoter.pivot import ChildState, child_name
-from pivoter.resolutions.engine import Outcome, Status3
+from pivoter.resolutions.engine import Outcome
 from pivoter.resolutions.status import shared_dependencies, up_to_date
 from pivoter.resolvesets import InputRef
 
 __all__ = ["installed_condition", "platform_operator_status"]
 
-FAILED_PROGRESS = ("PivotFailed", "RolledBack")
 
-
-def installed_condition(package: str, out: Outcome) -> Status3:
+def installed_condition(package: str, out: Outcome) -> Condition:
     """The ``Installed`` condition of a PlatformOperator for ``package``."""
     reports = out.reports
     ready = bool(reports) and all(r.state is ChildState.READY for r in reports)
+    progress = out.progressing
     if out.conflict:
-        return FALSE, platform.REASON_INSTALL_FAILED, out.conflict
-    if out.progressing[1] in FAILED_PROGRESS:
-        return FALSE, platform.REASON_INSTALL_FAILED, out.progressing[2]
-    if ready and out.record.active is not None and out.progressing[0] != TRUE:
+        return _installed(FALSE, platform.REASON_INSTALL_FAILED, out.conflict)
+    if progress.state.failed:
+        return _installed(FALSE, platform.REASON_INSTALL_FAILED, progress.message)
+    if ready and out.record.active is not None and not progress.state.moving:
         names = ", ".join(r.name for r in reports)
-        return TRUE, platform.REASON_INSTALL_SUCCESSFUL, f"Installed {package} ({names})"
-    if out.resolved is not None and out.resolved[0] == FALSE and out.record.active is None:
-        return (
+        message = f"Installed {package} ({names})"
+        return _installed(TRUE, platform.REASON_INSTALL_SUCCESSFUL, message)
+    resolved = out.resolved
+    if resolved is not None and not resolved.state.ok and out.record.active is None:
+        return _installed(
             FALSE,
             platform.REASON_SOURCE_FAILED,
-            f"failed to find candidate olm.bundles from the {package} package: {out.resolved[2]}",
+            f"failed to find candidate olm.bundles from the {package} package: {resolved.text}",
         )
     for report in reports:
         if report.state is ChildState.MISSING:
-            return FALSE, platform.REASON_INSTALL_PENDING, report.message
+            return _installed(FALSE, platform.REASON_INSTALL_PENDING, report.message)
         if report.state is ChildState.UNPACK_PENDING:
-            return FALSE, platform.REASON_UNPACK_PENDING, report.message
+            return _installed(FALSE, platform.REASON_UNPACK_PENDING, report.message)
         if report.state is ChildState.FAILED:
-            return FALSE, report.reason or platform.REASON_INSTALL_FAILED, report.message
-    return FALSE, platform.REASON_INSTALL_PENDING, out.progressing[2]
+            reason = report.reason or platform.REASON_INSTALL_FAILED
+            return _installed(FALSE, reason, report.message)
+    return _installed(FALSE, platform.REASON_INSTALL_PENDING, progress.message)
+
+
+def _installed(status: str, reason: str, message: str) -> Condition:
+    return Condition(platform.TYPE_INSTALLED, status, reason, message)
 
 
 def platform_operator_status(
@@ -56,16 +63,11 @@ def platform_operator_status(
 ) -> dict[str, Any]:
     """The status of a PlatformOperator (a merge patch: None removes a field)."""
     name = str(obj["metadata"]["name"])
-    package = str(((obj.get("spec") or {}).get("package") or {}).get("name") or "")
+    package = PlatformOperator.parse(obj).package
     conditions: list[dict[str, Any]] = [
         dict(c) for c in (obj.get("status") or {}).get("conditions") or []
     ]
-    set_condition(
-        conditions,
-        platform.TYPE_INSTALLED,
-        *installed_condition(package, out),
-        generation=generation,
-    )
+    set_conditions(conditions, [installed_condition(package, out)], generation=generation)
     conditions = up_to_date(conditions, out, generation)
     active = None
     gone = any(r.package == package and r.state is ChildState.MISSING for r in out.reports)

@@ -18,10 +18,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pivoter.apis.resources import BUNDLE_DEPLOYMENTS, BUNDLES, CATALOGS, CONFIG_MAPS, RESOLUTIONS
+from pivoter.apis.views import Resolution
 from pivoter.catalogs import CatalogCache, CatalogChange
 from pivoter.kube import EventRecorder, Object, Resource
 from pivoter.pivot import ANNOTATION_INPUT, Preparer
 from pivoter.resolutions.catalogs import catalog_flips
+from pivoter.resolutions.collector import RevisionCollector
 from pivoter.resolutions.dependents import dependents_of
 from pivoter.resolutions.engine import Engine
 from pivoter.resolutions.inputs import InputReconciler, Kind
@@ -30,6 +32,7 @@ from pivoter.resolutions.relevance import Relevance
 from pivoter.resolutions.spec import from_resolution
 from pivoter.resolutions.status import resolution_status
 from pivoter.resolvesets import REVISIONS_SELECTOR, RevisionStore, input_names
+from pivoter.runtime.informer import Informer
 from pivoter.runtime.manager import Manager
 
 __all__ = ["CONTROLLER_NAME", "RESOLUTIONS", "children_of", "register", "resolution_kind", "setup"]
@@ -38,7 +41,7 @@ CONTROLLER_NAME = "resolutions"
 
 
 def _deletion_policy(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("spec") or {}).get("deletionPolicy") or "Delete")
+    return Resolution.parse(obj).deletion_policy
 
 
 def resolution_kind() -> Kind:
@@ -137,7 +140,25 @@ def register(
     # its last good content. A Catalog relabelled: catalog selectors may match it now, or not.
     flipped = catalog_flips()
     controller.watch(manager.informer_for(CATALOGS), lambda c: every_input() if flipped(c) else [])
+    _register_collector(manager, kind, name=name, store=store, revisions=revisions)
     return reconciler
+
+
+def _register_collector(
+    manager: Manager, kind: Kind, *, name: str, store: RevisionStore, revisions: Informer
+) -> None:
+    """The revision garbage collector of ``kind`` (:mod:`pivoter.resolutions.collector`),
+    queued by its inputs and their revisions."""
+    inputs = manager.informer_for(kind.resource)
+    kind_name = kind.resource.kind
+
+    def stored(input_name: str) -> int:
+        return sum(input_name in input_names(cm, kind_name) for cm in revisions.store.list())
+
+    collector = RevisionCollector(kind, store, lookup=inputs.store.get, stored=stored)
+    controller = manager.controller(f"{name}-revisions", collector.reconcile)
+    controller.watch(inputs)
+    controller.watch(revisions, lambda cm: input_names(cm, kind_name))
 
 
 def setup(

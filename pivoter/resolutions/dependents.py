@@ -13,23 +13,19 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from pivoter.apis import pivoter as api
 from pivoter.kube import Object
 from pivoter.pivot import ANNOTATION_INPUT, ANNOTATION_PACKAGE
+from pivoter.resolutions.facts import ResolutionState
+from pivoter.resolutions.record import Record
 
 __all__ = ["dependents_of"]
-
-REASON_UNSATISFIABLE = "Unsatisfiable"
 
 
 def _waits_on_others(obj: Mapping[str, Any], package: str) -> bool:
     status = obj.get("status") or {}
     if any(s.get("package") == package for s in status.get("sharedDependencies") or []):
         return True
-    return any(
-        c.get("type") == api.TYPE_RESOLVED and c.get("reason") == REASON_UNSATISFIABLE
-        for c in status.get("conditions") or []
-    )
+    return Record.from_status(status).resolution is ResolutionState.UNSATISFIABLE
 
 
 def dependents_of(kind: str, inputs: Callable[[], list[Object]]) -> Callable[[Object], list[str]]:

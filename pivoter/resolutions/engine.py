@@ -15,7 +15,9 @@ returned :class:`Outcome` as their own status. One reconcile:
    read): already active (observe the children; re-create one deleted by hand), blocked (the
    revision failed, within its backoff, and no retry was asked), paused, waiting for a Manual
    approval, or start a pivot; then the engine carries the decision out;
-5. **history**: garbage-collect revisions beyond the limit, never during a pivot.
+
+Revisions beyond the history limit are collected by their own controller
+(:mod:`pivoter.resolutions.collector`), only while the input is settled.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from pivoter.pivot import (
     ChildReport,
     ChildState,
     Event,
+    FailureCause,
     Phase,
     PivotMachine,
     PivotPlan,
@@ -53,13 +56,23 @@ from pivoter.resolutions.decide import (
     stopped,
     targets_active,
 )
+from pivoter.resolutions.facts import (
+    IDLE,
+    Freshness,
+    FreshnessState,
+    Progress,
+    ProgressState,
+    ResolutionState,
+    Resolved,
+    progress_of,
+)
 from pivoter.resolutions.metrics import InputMetrics
 from pivoter.resolutions.objectplan import objects_section
 from pivoter.resolutions.plan import plan as make_plan
 from pivoter.resolutions.plan import summary
 from pivoter.resolutions.record import Record
 from pivoter.resolutions.relevance import Relevance
-from pivoter.resolutions.resolve import REASON_NO_CATALOGS, ResolveProblem, Selection, resolve
+from pivoter.resolutions.resolve import ResolveProblem, Selection, resolve
 from pivoter.resolutions.spec import InputSpec
 from pivoter.resolvesets import Revision, RevisionStore
 from resolver.explain import NotNewer
@@ -68,12 +81,10 @@ from resolver.rules.inputs import CatalogSource, Installed
 from resolver.rules.reads import Reads
 from resolver.versions import RangeSyntaxError, parse_range
 
-__all__ = ["Engine", "Outcome", "Persist", "Status3"]
+__all__ = ["Draft", "Engine", "Outcome", "Persist"]
 
 log = logging.getLogger(__name__)
 
-Status3 = tuple[str, str, str]
-"""(condition status, reason, message)."""
 Persist = Callable[[Record], None]
 
 OBSERVE_POLL = 300.0
@@ -86,37 +97,81 @@ PLAN_POLL = 2.0
 usually comes first)."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class Outcome:
-    """What one reconcile found and did, for the controller to write as status."""
+    """What one reconcile found and did, as facts (:mod:`pivoter.resolutions.facts`) for each
+    input kind's status module to turn into conditions."""
 
     record: Record
-    resolved: Status3 | None = None
+    resolved: Resolved | None
     """None: not resolved in this pass (a pivot in progress); the condition keeps its value."""
-    progressing: Status3 = ("False", "Idle", "no pivot in progress")
+    progressing: Progress
+    selection: ResolveSet | None
+    explanation: str
+    pending_plan: Mapping[str, Any] | None
+    conflict: str
+    """A requested package installed by another input, or one of the target's bundles (the
+    message), or ''."""
+    shared: tuple[held.SharedDependency, ...] | None
+    """The held bundles the new selection depends on (None: not resolved in this pass)."""
+    problem: str
+    """A ResolveSet revision found deleted or modified by hand, and what pivoter did."""
+    not_newer: tuple[NotNewer, ...]
+    """Per requested package, the newest bundle the resolution did not take, and why."""
+    up_to_date: Freshness | None
+    """None: not resolved in this pass; the condition keeps its value."""
+    reports: tuple[ChildReport, ...]
+    requeue_after: float | None
+    events: tuple[Event, ...]
+    active_document: ResolveSet | None
+    """The active revision's ResolveSet when the pass ended (None: nothing active)."""
+
+
+@dataclass
+class Draft:
+    """An :class:`Outcome` being found: the engine fills it during one pass, and the caller
+    keeps it so that the events of what happened before a failure are not lost."""
+
+    record: Record
+    resolved: Resolved | None = None
+    progressing: Progress = IDLE
     selection: ResolveSet | None = None
     explanation: str = ""
     pending_plan: dict[str, Any] | None = None
     conflict: str = ""
     shared: list[held.SharedDependency] | None = None
-    """The held bundles the new selection depends on (None: not resolved in this pass)."""
     problem: str = ""
-    """A ResolveSet revision found deleted or modified by hand, and what pivoter did."""
     lost_active: int | None = None
     """The active revision, found deleted or modified by hand in this pass (no longer active)."""
     not_newer: tuple[NotNewer, ...] = ()
-    """Per requested package, the newest bundle the resolution did not take, and why."""
-    up_to_date: Status3 | None = None
-    """Whether the selection is the newest the catalogs offer, or the newest candidate not taken
-    and why (None: not resolved in this pass; the condition keeps its value)."""
+    up_to_date: Freshness | None = None
     reports: list[ChildReport] = field(default_factory=list)
     requeue_after: float | None = None
     events: list[Event] = field(default_factory=list)
     active_document: ResolveSet | None = None
-    """The active revision's ResolveSet when the pass ended (None: nothing active)."""
     publish: Callable[[Outcome], None] | None = field(default=None, repr=False, compare=False)
-    """Writes the whole status of this outcome as it stands, mid-pass (set by the reconciler;
+    """Writes the whole status of the outcome as it stands, mid-pass (set by the reconciler;
     used when a pass finds a child deleted by hand, before it re-creates it)."""
+
+    def outcome(self) -> Outcome:
+        """What the pass has found so far, frozen."""
+        return Outcome(
+            record=replace(self.record),
+            resolved=self.resolved,
+            progressing=self.progressing,
+            selection=self.selection,
+            explanation=self.explanation,
+            pending_plan=self.pending_plan,
+            conflict=self.conflict,
+            shared=tuple(self.shared) if self.shared is not None else None,
+            problem=self.problem,
+            not_newer=self.not_newer,
+            up_to_date=self.up_to_date,
+            reports=tuple(self.reports),
+            requeue_after=self.requeue_after,
+            events=tuple(self.events),
+            active_document=self.active_document,
+        )
 
 
 @dataclass
@@ -127,7 +182,7 @@ class _Pass:
     obj: Mapping[str, Any]
     spec: InputSpec
     record: Record
-    out: Outcome
+    out: Draft
     persist: Persist
     children: Children
     active: ResolveSet | None
@@ -168,12 +223,12 @@ class Engine:
         spec: InputSpec,
         record: Record,
         persist: Persist,
-        out: Outcome | None = None,
+        out: Draft | None = None,
     ) -> Outcome:
         """One pass of the loop for the input ``obj``; ``persist`` writes ``record`` to status.
         The pass fills ``out`` (a new one by default) as it goes, so that a caller still has the
-        events of what happened before a failure."""
-        out = out if out is not None else Outcome(record=record)
+        events of what happened before a failure; the facts it found are returned frozen."""
+        out = out if out is not None else Draft(record=record)
         if self.relevance is not None:
             self.relevance.begin(spec.ref.name, spec.generation)
         children = Children(self.kube, spec.ref, primary=spec.primary_package)
@@ -190,18 +245,18 @@ class Engine:
                 started = self._resolve(_Pass(obj, spec, record, out, persist, children, active))
             if not started:
                 self._ended(spec, record, out, active if record.active == checked else None)
-                return out
+                return out.outcome()
             if self.on_transition is not None and record.pivot is not None:
                 self.on_transition(record.pivot)
         self._continue(obj, spec, record, out, persist=persist, children=children)
         self._ended(spec, record, out, active if record.active == checked else None)
-        return out
+        return out.outcome()
 
-    def _ended(
-        self, spec: InputSpec, record: Record, out: Outcome, known: ResolveSet | None
-    ) -> None:
+    def _ended(self, spec: InputSpec, record: Record, out: Draft, known: ResolveSet | None) -> None:
         """Record the active revision's document as the pass leaves it (read again only when
         the pass changed which revision is active)."""
+        if out.resolved is not None:
+            record.resolution = out.resolved.state
         if record.active is None:
             out.active_document = None
         else:
@@ -213,11 +268,23 @@ class Engine:
         """Steps 2 to 4 of the module docstring: read what the decision needs into a
         :class:`Situation`, :func:`decide`, and carry the decision out; True when a pivot was
         started (and its record persisted)."""
-        peers = held.observe(self.kube, p.spec.ref, self.children_cache)
+        # The other inputs' children and the targets of their pivots in progress: a package
+        # either holds is another input's (a conflict when requested, a held choice otherwise).
+        peers = held.with_pivot_targets(
+            held.observe(self.kube, p.spec.ref, self.children_cache),
+            self.kube,
+            self.store,
+            p.spec.ref,
+            revisions=self.revisions_cache,
+            inputs=self.inputs_cache,
+        )
         situation = Situation(
             conflict=peers.conflict(p.spec.packages), lost_active=p.out.lost_active
         )
         target = None if situation.conflict else self._target(p, peers)
+        if p.out.resolved is not None:
+            # Persisted with the pass' first record write (a pivot's start), not only at its end.
+            p.record.resolution = p.out.resolved.state
         if target is not None:
             p.out.selection = target[1]
             situation = self._situation(p, situation, *target, peers=peers)
@@ -259,7 +326,7 @@ class Engine:
         what runs."""
         if action is Action.CONFLICT:
             p.out.conflict = conflict
-            p.out.resolved = ("False", "Conflict", conflict)
+            p.out.resolved = Resolved(ResolutionState.CONFLICT, conflict)
             p.out.requeue_after = CONFLICT_POLL
         self._observe_active(p.spec, p.out, p.children)
 
@@ -272,7 +339,6 @@ class Engine:
             # The target is the active revision: nothing of it is held back.
             _freshness(p.out, target, p.active)
         if action is Action.ACTIVE:
-            self._collect_garbage(p.spec, p.record)
             return False
         if decision.recreate:
             self._children_missing(p)
@@ -319,10 +385,10 @@ class Engine:
         out = p.out
         out.events.append(("Warning", "ChildMissing", _missing_text(out.reports)))
         if out.publish is not None and not p.spec.paused:
-            idle = out.progressing
-            out.progressing = ("True", "Pivoting", _missing_text(out.reports))
-            out.publish(out)
-            out.progressing = idle
+            now = replace(
+                out, progressing=Progress(ProgressState.PIVOTING, _missing_text(out.reports))
+            )
+            out.publish(now.outcome())
 
     def _blocked(self, p: _Pass, number: int, target: ResolveSet, s: Situation) -> None:
         """Revision ``number`` failed and waits for its backoff, a new selection or a retry."""
@@ -330,12 +396,12 @@ class Engine:
         self._observe_active(p.spec, out, p.children)
         if p.record.pivot is not None:
             self._describe_pivot(p.record.pivot, out)
-        status, reason, message = out.progressing
-        out.progressing = (
-            status,
-            reason,
-            f"{message}. Revision {number} is tried again after a backoff, when the "
-            "selection changes, or now with the annotation pivoter.io/retry-now",
+        out.progressing = replace(
+            out.progressing,
+            message=f"{out.progressing.message}. Revision {number} is tried again after a "
+            "backoff, when the selection changes, or now with the annotation "
+            "pivoter.io/retry-now",
+            retry_waits=True,
         )
         _freshness(
             out,
@@ -354,9 +420,8 @@ class Engine:
         """``spec.paused``: revision ``number`` waits; its plan is published."""
         out = p.out
         out.pending_plan = plan
-        out.progressing = (
-            "False",
-            "Paused",
+        out.progressing = Progress(
+            ProgressState.PAUSED,
             f"paused: revision {number} ({summary(plan)}) waits until spec.paused is false",
         )
         _freshness(
@@ -377,9 +442,8 @@ class Engine:
             p.obj, p.spec, p.children, target=target, number=number, out=out
         )
         out.pending_plan = plan
-        out.progressing = (
-            "False",
-            "AwaitingApproval",
+        out.progressing = Progress(
+            ProgressState.AWAITING_APPROVAL,
             f"revision {number} ({summary(plan)}) waits for approval: "
             f"pivoter approve {name} --revision {number}",
         )
@@ -431,7 +495,7 @@ class Engine:
         *,
         target: ResolveSet,
         number: int,
-        out: Outcome,
+        out: Draft,
     ) -> dict[str, Any]:
         """The objects section of the plan to ``number`` (computed once per selection)."""
         published = (obj.get("status") or {}).get("pendingPlan") or {}
@@ -465,7 +529,7 @@ class Engine:
         obj: Mapping[str, Any],
         spec: InputSpec,
         record: Record,
-        out: Outcome,
+        out: Draft,
         *,
         persist: Persist,
         children: Children,
@@ -478,7 +542,10 @@ class Engine:
         previous = self._document(spec, pivot.previous) if pivot.previous else None
         lost = stopped(pivot, target=target is not None, previous=previous is not None)
         if lost or target is None:
-            record.pivot = pivot.to(Phase.FAILED, message=lost)
+            # A lost target is the cause; a lost revision to go back to stops a rollback whose
+            # cause stays the pivot's own.
+            cause = pivot.cause if target is not None else FailureCause.REVISION_LOST
+            record.pivot = pivot.to(Phase.FAILED, message=lost, cause=cause)
             self._finish(record)
             persist(record)
             self._describe_pivot(record.pivot, out)
@@ -502,7 +569,6 @@ class Engine:
         assert current is not None
         if current.phase.terminal:
             self._observe_active(spec, out, children)
-            self._collect_garbage(spec, record)
         else:
             self._report_pivoting(spec, out, children, target, record.recreating)
         self._describe_pivot(current, out)
@@ -510,7 +576,7 @@ class Engine:
     def _report_pivoting(
         self,
         spec: InputSpec,
-        out: Outcome,
+        out: Draft,
         children: Children,
         target: ResolveSet,
         recreating: tuple[str, ...],
@@ -539,28 +605,8 @@ class Engine:
         if pivot.phase is Phase.ROLLED_BACK:
             record.active = pivot.previous
 
-    def _describe_pivot(self, pivot: PivotRecord, out: Outcome) -> None:
-        n = pivot.revision
-        if pivot.phase is Phase.ROLLING_BACK:
-            out.progressing = (
-                "True",
-                "RollingBack",
-                f"revision {n} failed ({pivot.message}); reverting every bundle to revision "
-                f"{pivot.previous}",
-            )
-        elif not pivot.phase.terminal:
-            out.progressing = ("True", "Pivoting", f"pivot to revision {n}: {pivot.phase.value}")
-        elif pivot.phase is Phase.SUCCEEDED:
-            out.progressing = ("False", "Succeeded", f"revision {n} is installed")
-        elif pivot.phase is Phase.ROLLED_BACK:
-            out.progressing = (
-                "False",
-                "RolledBack",
-                f"revision {n} failed and every bundle was reverted to revision "
-                f"{pivot.previous}: {pivot.message}",
-            )
-        else:
-            out.progressing = ("False", "PivotFailed", f"revision {n} failed: {pivot.message}")
+    def _describe_pivot(self, pivot: PivotRecord, out: Draft) -> None:
+        out.progressing = progress_of(pivot)
 
     # -- target selection --------------------------------------------------------------------------
 
@@ -592,9 +638,8 @@ class Engine:
         names = [s.name for s, _ in sources]
         for stale in catalog_selection.not_serving(self.kube, names, kind=p.spec.catalog_kind):
             note += f"; {stale}"
-        out.resolved = (
-            "True",
-            "Resolved",
+        out.resolved = Resolved(
+            ResolutionState.RESOLVED,
             f"resolved {_bundles(document)} (revision {revision.number}){note}",
         )
         return revision.number, document
@@ -615,14 +660,13 @@ class Engine:
             or record.active is None
             or active is None
             or out.resolved is None
-            or out.resolved[1] != REASON_NO_CATALOGS
+            or out.resolved.state is not ResolutionState.NO_CATALOGS
             or catalog_selection.any_catalog(self.kube, spec.catalog_selector, spec.catalog_kind)
             or not _meets(active, spec)
         ):
             return None
-        out.resolved = (
-            "True",
-            "Resolved",
+        out.resolved = Resolved(
+            ResolutionState.RESOLVED,
             f"no catalog matches any more; revision {record.active} ({_bundles(active)}) stays "
             "installed",
         )
@@ -636,24 +680,24 @@ class Engine:
         revision = self.store.get(spec.ref, spec.pinned)
         document = self._read(revision)
         if revision is None or document is None:
-            out.resolved = (
-                "False",
-                "PinnedRevisionMissing",
+            out.resolved = Resolved(
+                ResolutionState.PINNED_REVISION_MISSING,
                 f"spec.pinnedRevision {spec.pinned} is not a stored, intact ResolveSet "
                 f"revision of {spec.ref}: run pivoter history {spec.ref.cli} and pin another",
             )
             out.selection = p.active
-            out.up_to_date = (UNKNOWN, "Pinned", "not compared with the catalogs: pinned")
+            out.up_to_date = Freshness(
+                FreshnessState.UNKNOWN, "Pinned", "not compared with the catalogs: pinned"
+            )
             return None
-        out.up_to_date = (
-            UNKNOWN,
+        out.up_to_date = Freshness(
+            FreshnessState.UNKNOWN,
             "Pinned",
             f"pinned to revision {spec.pinned}: not compared with the catalogs; pivoter "
             f"unpin {spec.ref.cli} follows them again",
         )
-        out.resolved = (
-            "True",
-            "Pinned",
+        out.resolved = Resolved(
+            ResolutionState.PINNED,
             f"pinned to revision {spec.pinned} ({_bundles(document)}); pivoter unpin "
             f"{spec.ref.cli} follows the catalogs again",
         )
@@ -681,14 +725,6 @@ class Engine:
             sources = catalog_selection.gather(
                 self.kube, self.cache, spec.catalog_selector, kind=spec.catalog_kind
             )
-            peers = held.with_pivot_targets(
-                peers,
-                self.kube,
-                self.store,
-                spec.ref,
-                revisions=self.revisions_cache,
-                inputs=self.inputs_cache,
-            )
             holdings = held.described(peers.held(exclude=own), self.cache)
             # described() looked each held bundle up by name in every cached catalog.
             reads.bundles.update((h.package, h.name) for h in holdings)
@@ -701,11 +737,11 @@ class Engine:
                 reads=reads,
             )
         except catalog_selection.SelectorError as err:
-            reason, message = "InvalidSelector", str(err)
+            state, message = ResolutionState.INVALID_SELECTOR, str(err)
         except ResolveProblem as problem:
-            reason, message = problem.reason, str(problem)
+            state, message = problem.state, str(problem)
             out.explanation = problem.explanation
-            if reason != REASON_NO_CATALOGS:
+            if state is not ResolutionState.NO_CATALOGS:
                 self._note(p, digests, reads)
         else:
             self._note(p, digests, reads)
@@ -714,20 +750,28 @@ class Engine:
             # named by that input too.
             out.shared = peers.shared(selection.shared)
             return selection, sources
-        if spec.catalog_kind == catalog_selection.CLUSTER_CATALOG and reason != "InvalidSelector":
+        notes: tuple[str, ...] = ()
+        if (
+            spec.catalog_kind == catalog_selection.CLUSTER_CATALOG
+            and state is not ResolutionState.INVALID_SELECTOR
+        ):
             # What OLM v1 would have refused on: a selected ClusterCatalog that is not served.
-            notes = catalog_selection.cluster_catalogs_not_serving(
-                self.kube, spec.catalog_selector, self.cache
+            notes = tuple(
+                text
+                for _, text in catalog_selection.cluster_catalogs_not_serving(
+                    self.kube, spec.catalog_selector, self.cache
+                )
             )
-            message = "; ".join([message, *(text for _, text in notes)])
-        out.resolved = ("False", reason, message)
-        out.up_to_date = (UNKNOWN, "NotResolved", "not resolved: see the Resolved condition")
+        out.resolved = Resolved(state, message, notes)
+        out.up_to_date = Freshness(
+            FreshnessState.UNKNOWN, "NotResolved", "not resolved: see the Resolved condition"
+        )
         out.selection = active
-        self._count_resolution(spec, reason, began)
+        self._count_resolution(spec, state.value, began)
         return None
 
     def _active(
-        self, spec: InputSpec, record: Record, out: Outcome, children: Children
+        self, spec: InputSpec, record: Record, out: Draft, children: Children
     ) -> ResolveSet | None:
         """The active revision's ResolveSet; a revision deleted or edited by hand is reported
         and the installed state is rebuilt from the children."""
@@ -759,7 +803,7 @@ class Engine:
         return (self._read(revision), "") if check.ok else (None, check.message)
 
     @staticmethod
-    def _report_modified(out: Outcome, problem: str) -> None:
+    def _report_modified(out: Draft, problem: str) -> None:
         out.problem = problem
         out.events.append(("Warning", "ResolveSetModified", problem))
 
@@ -803,7 +847,7 @@ class Engine:
     # -- observation -------------------------------------------------------------------------------
 
     def _observe_active(
-        self, spec: InputSpec, out: Outcome, children: Children, *, recreating: bool = False
+        self, spec: InputSpec, out: Draft, children: Children, *, recreating: bool = False
     ) -> list[str]:
         """Report the children of the active revision (``recreating``: a missing one is about
         to be created again); return the packages whose child is missing. With no active
@@ -848,14 +892,6 @@ class Engine:
 
     def _retry_asked(self, spec: InputSpec, record: Record) -> bool:
         return bool(spec.retry_token) and spec.retry_token != record.retry_token
-
-    def _collect_garbage(self, spec: InputSpec, record: Record) -> None:
-        self.store.collect_garbage(
-            spec.ref,
-            keep=spec.history_limit,
-            protect={record.active, record.last_successful, spec.pinned},
-            pivot_in_progress=record.pivoting,
-        )
 
 
 def _pivot_plan(
@@ -927,11 +963,8 @@ def _resolved_note(orphans: list[str], shared: list[held.SharedDependency] | Non
     return note
 
 
-UNKNOWN = "Unknown"
-
-
 def _freshness(
-    out: Outcome,
+    out: Draft,
     target: ResolveSet,
     active: ResolveSet | None,
     *,
@@ -952,13 +985,15 @@ def _freshness(
             ]
     lines += [n.text() for n in out.not_newer]
     if not lines:
-        out.up_to_date = (
-            "True",
+        out.up_to_date = Freshness(
+            FreshnessState.NEWEST,
             "Newest",
             f"nothing newer is offered for the requested packages ({_bundles(target)})",
         )
         return
-    out.up_to_date = ("False", reason or out.not_newer[0].reason, "; ".join(lines))
+    out.up_to_date = Freshness(
+        FreshnessState.NOT_NEWEST, reason or out.not_newer[0].reason, "; ".join(lines)
+    )
 
 
 def _recreated(

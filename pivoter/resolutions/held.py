@@ -12,16 +12,17 @@ cheapest first:
   package until it is gone (its uninstall would remove what a second copy installed). A child
   created a moment ago and not in the cache yet belongs to a pivot in progress, whose target
   (below, read from the API server) holds the same package;
-* for an input with a pivot in progress, the ResolveSet of its target revision: the target is
-  what it is moving to, and its new dependencies are held before they are applied. The inputs
-  and their revisions are read from the daemon's shared caches
-  (:mod:`pivoter.resolutions.targets`, which also says why a pivot started a moment ago still
-  counts before the cache shows it).
+* for an input of any kind (:data:`pivoter.apis.inputs.INPUT_KINDS`) with a pivot in progress,
+  the ResolveSet of its target revision: the target is what it is moving to, and its new
+  dependencies are held before they are applied. The inputs and their revisions are read from
+  the daemon's shared caches (:mod:`pivoter.resolutions.targets`, which also says why a pivot
+  started a moment ago still counts before the cache shows it).
 
 Reading the holdings, resolving against them and recording the pivot that claims the result
 happen under :data:`CLAIMS`, one input at a time in the daemon (only the leader reconciles), so
 two inputs never both select a package nobody holds yet: the second one sees the first one's
-pivot target.
+pivot target, as a held choice for a dependency and as a conflict for a package it requests
+(:meth:`Peers.conflict`).
 
 Bundle and catalog content is not trusted here: annotations only name packages and versions,
 and the resolver matches them against the catalogs the resolving input selects.
@@ -35,11 +36,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from pivoter.apis import pivoter as api
-from pivoter.apis import platform
 from pivoter.apis.resources import BUNDLE_DEPLOYMENTS
 from pivoter.catalogs import CatalogCache
-from pivoter.kube import Kube, Resource
+from pivoter.kube import Kube
 from pivoter.pivot import (
     ANNOTATION_BUNDLE,
     ANNOTATION_INPUT,
@@ -53,7 +52,6 @@ from resolver.rules.inputs import Held, SharedChoice
 
 __all__ = [
     "CLAIMS",
-    "INPUT_KINDS",
     "LEDGER",
     "CachedObject",
     "ChildrenSource",
@@ -71,13 +69,7 @@ log = logging.getLogger(__name__)
 
 CLAIMS = threading.Lock()
 """Taken by an input from reading its peers' holdings until its new pivot is recorded (see the
-module docstring); shared by the Resolution and PlatformOperator engines."""
-
-INPUT_KINDS = (
-    Resource(api.API_VERSION, "Resolution", "resolutions", namespaced=False),
-    Resource(platform.API_VERSION, "PlatformOperator", "platformoperators", namespaced=False),
-)
-"""The input kinds whose pivots in progress hold their targets."""
+module docstring); shared by the engines of every input kind."""
 
 
 ChildrenSource = Callable[[], Iterable[Mapping[str, Any]]]
@@ -184,16 +176,24 @@ class Peers:
         return by_package
 
     def conflict(self, packages: Iterable[str]) -> str:
-        """A message naming the first of ``packages`` a BundleDeployment of another input
-        installs, or ''."""
+        """A message naming the first of ``packages`` another input installs, or ''. A
+        BundleDeployment of another input installs its package; so does the target of its pivot
+        in progress (with :func:`with_pivot_targets`), before any of its children exists: two
+        inputs resolving one package at the same moment never both install it."""
         wanted = set(packages)
-        for holding in sorted(self.holdings, key=lambda h: h.child):
-            if holding.child and not holding.deleting and holding.package in wanted:
-                return (
-                    f"package {holding.package} is already managed by {holding.owner} "
-                    f"(BundleDeployment {holding.child}); one package is managed by one input: "
-                    "remove it from one of them"
-                )
+        order = sorted(self.holdings, key=lambda h: (h.target, h.child, h.owner))
+        for holding in order:
+            if holding.deleting or holding.package not in wanted:
+                continue
+            where = (
+                "its pivot in progress installs it"
+                if holding.target
+                else f"BundleDeployment {holding.child}"
+            )
+            return (
+                f"package {holding.package} is already managed by {holding.owner} ({where}); "
+                "one package is managed by one input: remove it from one of them"
+            )
         return ""
 
 
@@ -227,9 +227,7 @@ def with_pivot_targets(
     """``peers`` plus the target bundles of every other input with a pivot in progress: the
     inputs from ``inputs`` and their revision ConfigMaps from ``revisions`` (the shared caches;
     None: from the API server)."""
-    found = pivot_targets(
-        kube, store, str(ref), INPUT_KINDS, inputs=inputs, revisions=revisions, ledger=LEDGER
-    )
+    found = pivot_targets(kube, store, str(ref), inputs=inputs, revisions=revisions, ledger=LEDGER)
     extra = [
         Holding(owner, package, bundle, version)
         for owner, entries in found.items()

@@ -1,9 +1,10 @@
-"""The reconciler shared by the input kinds (Resolution, PlatformOperator): fetch, deletion
-policy, delegate to the :class:`~pivoter.resolutions.engine.Engine`, write status once, Events.
+"""The reconciler shared by every input kind (:data:`pivoter.apis.inputs.INPUT_KINDS`): fetch,
+deletion policy, delegate to the :class:`~pivoter.resolutions.engine.Engine`, write status once,
+Events.
 
-A kind plugs in a :class:`Kind`: how to read its spec, how to render its status, and what
-deletion means for it. Used by :mod:`pivoter.resolutions.controller` and
-:mod:`pivoter.platformoperators`.
+A kind plugs in a :class:`Kind`, built for one entry of the registry: how to read its spec, how
+to render its status, and what deletion means for it. Used by
+:mod:`pivoter.resolutions.controller`, :mod:`pivoter.platformoperators` and :mod:`pivoter.olmv1`.
 """
 
 from __future__ import annotations
@@ -13,12 +14,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pivoter.apis.inputs import input_kind
+from pivoter.apis.views import FieldError
 from pivoter.kube import EventRecorder, Kube, NotFound, Resource
 from pivoter.pivot import Children, ChildState, UninstallableBundle, desired_child, state_of
 from pivoter.pivot.state import parse_time
-from pivoter.resolutions.engine import Engine, Outcome
+from pivoter.resolutions.engine import Draft, Engine, Outcome
 from pivoter.resolutions.record import Record
 from pivoter.resolutions.spec import InputSpec
+from pivoter.resolvesets import InputRef
 from pivoter.runtime.controller import Result
 
 __all__ = ["FINALIZER", "InputReconciler", "Kind"]
@@ -36,13 +40,22 @@ DELETE_POLL = 2.0
 
 @dataclass(frozen=True)
 class Kind:
-    """What differs between input kinds."""
+    """What differs in behaviour between input kinds; what the API says of each is its entry
+    of :data:`pivoter.apis.inputs.INPUT_KINDS`."""
 
     resource: Resource
+    """The resource of a registered input kind (anything else is refused)."""
     spec_of: Callable[[Mapping[str, Any]], InputSpec]
     status_of: Callable[[Mapping[str, Any], Outcome, int], dict[str, Any]]
     deletion_policy: Callable[[Mapping[str, Any]], str]
     """``Delete`` (remove what the input installed) or ``Orphan``."""
+
+    def __post_init__(self) -> None:
+        # A kind left out of the registry would be left out of everything that iterates it
+        # (joint resolution, a child's finalizer, admission): refuse it here, at wiring time.
+        registered = input_kind(self.resource.kind)
+        if registered is None or registered.resource != self.resource:
+            raise ValueError(f"{self.resource} is not an input kind of pivoter.apis.inputs")
 
 
 @dataclass
@@ -61,7 +74,10 @@ class InputReconciler:
         except NotFound:
             return None
         metadata = obj["metadata"]
-        spec = self.kind.spec_of(obj)
+        try:
+            spec = self.kind.spec_of(obj)
+        except FieldError as err:
+            return self._unreadable(obj, err)
         if metadata.get("deletionTimestamp"):
             return self._delete(obj, spec)
         if FINALIZER not in (metadata.get("finalizers") or []):
@@ -80,10 +96,10 @@ class InputReconciler:
                 self.kind.resource, name, self.kind.status_of(obj, now, spec.generation)
             )
 
-        out = Outcome(record=record, publish=publish)
+        out = Draft(record=record, publish=publish)
         try:
-            self.engine.reconcile(obj, spec, record, persist, out)
-            status = self.kind.status_of(obj, out, spec.generation)
+            outcome = self.engine.reconcile(obj, spec, record, persist, out)
+            status = self.kind.status_of(obj, outcome, spec.generation)
             if _strip(status) != _strip(obj.get("status") or {}, keys=status):
                 self.kube.patch_status(self.kind.resource, name, status)
         finally:
@@ -123,6 +139,35 @@ class InputReconciler:
         )
         kept = "orphaned" if policy == "Orphan" else "removed"
         log.info("%s: deleted; what it installed was %s", spec.ref, kept)
+        return None
+
+    def _unreadable(self, obj: Mapping[str, Any], err: FieldError) -> Result | None:
+        """An input whose spec cannot be read (an object stored before its CRD's schema, an
+        annotation no schema checks): say so, and change nothing until it is fixed (an edit
+        queues it again). Deleting it keeps what it installed: what it asked for is unknown, so
+        its children are orphaned (they and their objects stay; delete them to uninstall)."""
+        metadata = obj["metadata"]
+        name = str(metadata["name"])
+        if not metadata.get("deletionTimestamp"):
+            self._event(
+                obj, "Warning", "InvalidSpec", f"{err}; nothing is changed until it is fixed"
+            )
+            return None
+        if FINALIZER not in (metadata.get("finalizers") or []):
+            return None
+        children = Children(self.kube, InputRef(self.kind.resource.kind, name))
+        for bd in children.list().values():
+            children.orphan(str(bd["metadata"]["name"]))
+        self._event(
+            obj,
+            "Warning",
+            "InvalidSpec",
+            f"{err}; deleted without uninstalling: its BundleDeployments are kept, delete them "
+            "to remove what they installed",
+        )
+        self.kube.set_finalizers(
+            self.kind.resource, obj, [f for f in metadata["finalizers"] if f != FINALIZER]
+        )
         return None
 
     def _adopting(

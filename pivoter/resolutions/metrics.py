@@ -1,7 +1,9 @@
 """Prometheus metrics of the input controllers: resolutions and pivots, by kind and outcome.
 
 Registered once per registry (the manager's, served on ``/metrics``) and shared by the
-Resolution and PlatformOperator controllers; the engine records into them.
+controllers of every input kind; the engine records into them. ``kind`` is the input's kind
+(:data:`pivoter.apis.inputs.INPUT_KINDS`: ``Resolution``, ``PlatformOperator``,
+``ClusterExtension``), taken from the input each sample is about.
 
 | metric | labels |
 |---|---|

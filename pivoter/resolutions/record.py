@@ -14,6 +14,7 @@ from typing import Any
 
 from pivoter.pivot import PivotRecord
 from pivoter.pivot.state import now_iso, parse_time
+from pivoter.resolutions.facts import ResolutionState
 
 __all__ = ["BACKOFF_CAP", "BACKOFF_FIRST", "Record"]
 
@@ -39,6 +40,10 @@ class Record:
     recreating: tuple[str, ...] = ()
     """The packages whose child was deleted by hand, when the last pivot started to re-create
     them: the status names them until they are back."""
+    resolution: ResolutionState | None = None
+    """How the last pass that resolved ended (e.g. unsatisfiable: another input's change may
+    unblock it, :mod:`pivoter.resolutions.dependents`), the same for every input kind whatever
+    its conditions say."""
 
     @property
     def highest(self) -> int:
@@ -68,6 +73,7 @@ class Record:
                 "retryToken": self.retry_token or None,
                 "requested": list(self.requested) or None,
                 "recreating": list(self.recreating) or None,
+                "resolution": self.resolution.value if self.resolution else None,
             }
         )
         return {
@@ -100,6 +106,7 @@ class Record:
             retry_token=str(pivot.get("retryToken") or ""),
             requested=_strings(pivot.get("requested")),
             recreating=_strings(pivot.get("recreating")),
+            resolution=_state(pivot.get("resolution")),
         )
 
 
@@ -108,3 +115,10 @@ def _strings(value: Any) -> tuple[str, ...]:
     if not isinstance(value, list):
         return ()
     return tuple(str(v) for v in value if isinstance(v, str | int))
+
+
+def _state(value: Any) -> ResolutionState | None:
+    try:
+        return ResolutionState(value) if isinstance(value, str) else None
+    except ValueError:
+        return None

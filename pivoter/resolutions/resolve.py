@@ -3,7 +3,7 @@ what the other inputs hold.
 
 Returns a :class:`Selection` (the input's own ResolveSet, the held bundles it depends on and,
 per requested package, the newest bundle not taken and why) or
-raises :class:`ResolveProblem` with a reason and a message a
+raises :class:`ResolveProblem` with its state and a message a
 person can act on (no catalog, unsatisfiable with the minimal explanation, a bad request).
 Called by :mod:`pivoter.resolutions.engine`; the resolver itself is :mod:`resolver`.
 """
@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pivoter.resolutions.facts import ResolutionState
 from resolver import profiles, resolveset
 from resolver.catalog.model import GVK, PROP_GVK
 from resolver.explain import NotNewer, why_not_newer
@@ -31,25 +32,18 @@ from resolver.rules.inputs import (
 from resolver.rules.reads import Reads
 
 __all__ = [
-    "REASON_NO_CATALOGS",
-    "REASON_RESOLUTION_FAILED",
-    "REASON_UNSATISFIABLE",
     "ResolveProblem",
     "Selection",
     "resolve",
 ]
 
-REASON_NO_CATALOGS = "NoCatalogs"
-REASON_UNSATISFIABLE = "Unsatisfiable"
-REASON_RESOLUTION_FAILED = "ResolutionFailed"
-
 
 class ResolveProblem(Exception):
-    """Resolution gave no selection; ``reason`` is a condition reason, the message says why."""
+    """Resolution gave no selection; ``state`` says why as a fact, the message in words."""
 
-    def __init__(self, reason: str, message: str, explanation: str = "") -> None:
+    def __init__(self, state: ResolutionState, message: str, explanation: str = "") -> None:
         super().__init__(message)
-        self.reason = reason
+        self.state = state
         self.explanation = explanation
 
 
@@ -80,7 +74,7 @@ def resolve(
         reads.everything = True
     if not catalogs:
         raise ResolveProblem(
-            REASON_NO_CATALOGS,
+            ResolutionState.NO_CATALOGS,
             "no catalog is serving content to this input: create a Catalog (or check that the "
             "selected Catalogs are Serving)",
         )
@@ -99,12 +93,12 @@ def resolve(
     except Unsatisfiable as err:
         explanation = "\n".join(err.summary)
         raise ResolveProblem(
-            REASON_UNSATISFIABLE,
+            ResolutionState.UNSATISFIABLE,
             "the request cannot be met: " + "; ".join(err.summary),
             explanation,
         ) from None
     except ResolutionError as err:
-        raise ResolveProblem(REASON_RESOLUTION_FAILED, str(err)) from None
+        raise ResolveProblem(ResolutionState.RESOLUTION_FAILED, str(err)) from None
     if profile != profiles.DEFAULT:
         # The OLM profiles know nothing of other inputs: uniqueness across inputs is checked here.
         _check_held(result.choices, held)
@@ -136,7 +130,7 @@ def _check_held(choices: Sequence[Choice], held: Sequence[Held]) -> None:
         for h in held:
             if h.package == choice.package:
                 raise ResolveProblem(
-                    REASON_UNSATISFIABLE,
+                    ResolutionState.UNSATISFIABLE,
                     f"the request cannot be met: {where} cannot be selected: {h.text()}",
                     f"{where} cannot be selected: {h.text()}",
                 )
@@ -150,7 +144,7 @@ def _check_held(choices: Sequence[Choice], held: Sequence[Held]) -> None:
                     f"{h.package} ({h.origin()}) provides: only one package may provide an API"
                 )
                 raise ResolveProblem(
-                    REASON_UNSATISFIABLE, f"the request cannot be met: {text}", text
+                    ResolutionState.UNSATISFIABLE, f"the request cannot be met: {text}", text
                 )
 
 

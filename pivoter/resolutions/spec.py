@@ -1,8 +1,10 @@
 """What an input asks for, read once from its object: :class:`InputSpec`.
 
-A Resolution's spec and annotations (and a PlatformOperator's single package, see
-:mod:`pivoter.platformoperators`) become one :class:`InputSpec`, so the shared engine
-(:mod:`pivoter.resolutions.engine`) never reads raw objects. Pure functions.
+Every input kind is read through its typed view (:mod:`pivoter.apis.views`) and becomes one
+:class:`InputSpec`, so the shared engine (:mod:`pivoter.resolutions.engine`) never reads raw
+objects: :func:`from_resolution` here, a ClusterExtension in :mod:`pivoter.olmv1.extensions`,
+a PlatformOperator in :mod:`pivoter.platformoperators`. An object its view cannot read raises
+:class:`~pivoter.apis.views.FieldError`, naming the field. Pure functions.
 """
 
 from __future__ import annotations
@@ -12,11 +14,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pivoter.apis import pivoter as api
+from pivoter.apis.views import (
+    ANNOTATION_APPROVED_REVISION,
+    ANNOTATION_PINNED_REVISION,
+    ANNOTATION_RETRY,
+    Resolution,
+)
 from pivoter.pivot import ChildSettings
 from pivoter.resolvesets import InputRef
 from resolver import profiles
 from resolver.rules.inputs import PackageRequest
 
+# The annotations every input has are the views' (pivoter.apis.views); listed here because
+# pivoter.resolutions exports them to the CLI.
 __all__ = [
     "ANNOTATION_APPROVED_REVISION",
     "ANNOTATION_PINNED_REVISION",
@@ -24,14 +34,6 @@ __all__ = [
     "InputSpec",
     "from_resolution",
 ]
-
-ANNOTATION_APPROVED_REVISION = "pivoter.io/approved-revision"
-"""With Manual approval: the revision (number, or ``sha256:`` selection hash) approved to pivot."""
-ANNOTATION_PINNED_REVISION = "pivoter.io/pinned-revision"
-"""Pins a PlatformOperator (whose spec is the reference's) like a Resolution's
-``spec.pinnedRevision``."""
-ANNOTATION_RETRY = "pivoter.io/retry-now"
-"""Any new value retries a failed pivot now, without editing the spec."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,56 +77,42 @@ class InputSpec:
         return bool(self.approved) and self.approved in (str(revision), selection_hash)
 
 
-def _int(value: Any) -> int | None:
-    try:
-        return int(value) if value not in (None, "") else None
-    except (TypeError, ValueError):
-        return None
-
-
-def from_resolution(obj: Mapping[str, Any]) -> InputSpec:
-    """The :class:`InputSpec` of a ``Resolution`` object."""
-    metadata = obj.get("metadata") or {}
-    spec = obj.get("spec") or {}
-    annotations = metadata.get("annotations") or {}
+def from_resolution(obj: Mapping[str, object]) -> InputSpec:
+    """The :class:`InputSpec` of a ``Resolution`` object (its view: raises
+    :class:`~pivoter.apis.views.FieldError` for a field it cannot read)."""
+    view = Resolution.parse(obj)
     requests = tuple(
         PackageRequest(
-            package=str(p["name"]),
-            channels=(str(p["channel"]),) if p.get("channel") else (),
-            version_range=str(p.get("versionRange") or ""),
-            upgrade_policy=str(p.get("upgradePolicy") or "CatalogProvided"),
+            package=p.name,
+            channels=(p.channel,) if p.channel else (),
+            version_range=p.version_range,
+            upgrade_policy=p.upgrade_policy,
         )
-        for p in spec.get("packages") or []
+        for p in view.packages
     )
-    package_config = {
-        str(p["name"]): dict(p["config"])
-        for p in spec.get("packages") or []
-        if isinstance(p.get("config"), Mapping) and p["config"]
-    }
-    namespace = str(spec.get("installNamespace") or "")
     settings = ChildSettings(
-        config={"installNamespace": namespace} if namespace else {},
-        adopt_existing=spec.get("adoptExisting") is True,
-        package_config=package_config,
+        config={"installNamespace": view.install_namespace} if view.install_namespace else {},
+        adopt_existing=view.adopt_existing,
+        package_config={p.name: dict(p.config) for p in view.packages if p.config},
     )
-    approved = str(annotations.get(ANNOTATION_APPROVED_REVISION) or "")
-    if not approved and spec.get("approvedRevision"):
-        approved = str(spec["approvedRevision"])
+    account = view.service_account
     return InputSpec(
-        ref=InputRef("Resolution", str(metadata["name"])),
+        ref=InputRef("Resolution", view.meta.name),
         requests=requests,
-        catalog_selector=spec.get("catalogSelector"),
-        service_account=spec.get("serviceAccount"),
-        approval=str(spec.get("approval") or "Automatic"),
-        paused=bool(spec.get("paused")),
-        auto_rollback=spec.get("autoRollback", True) is not False,
-        progress_deadline=float(
-            spec.get("progressDeadlineSeconds") or api.DEFAULT_PROGRESS_DEADLINE_SECONDS
+        catalog_selector=(
+            view.catalog_selector.to_dict() if view.catalog_selector is not None else None
         ),
-        history_limit=max(1, int(spec.get("historyLimit") or api.DEFAULT_HISTORY_LIMIT)),
-        pinned=_int(spec.get("pinnedRevision")),
-        approved=approved,
-        retry_token=str(annotations.get(ANNOTATION_RETRY) or ""),
-        generation=int(metadata.get("generation") or 0),
+        service_account=(
+            {"name": account.name, "namespace": account.namespace} if account else None
+        ),
+        approval=view.approval,
+        paused=view.paused,
+        auto_rollback=view.auto_rollback,
+        progress_deadline=float(view.progress_deadline_seconds),
+        history_limit=view.history_limit,
+        pinned=view.pinned,
+        approved=view.approved,
+        retry_token=view.meta.retry,
+        generation=view.meta.generation,
         child_settings=settings if settings != ChildSettings() else None,
     )

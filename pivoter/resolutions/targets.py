@@ -6,7 +6,8 @@ Read from the daemon's shared caches, not the API server: listing every input an
 target revision of each pivoting one on every pass cost n inputs' passes n² objects and YAML
 documents when they all resolve at once (setup, a catalog change; docs/benchmarks/daemon-scale.md).
 
-* The inputs come from their informer caches (:data:`InputsSource`). A pivot is claimed under
+* The inputs of every kind (:data:`pivoter.apis.inputs.INPUT_KINDS`) come from their informer
+  caches (:data:`InputsSource`). A pivot is claimed under
   :data:`pivoter.resolutions.held.CLAIMS` by persisting its record, and the next input to take
   the lock must see it, but the cache may not show that status write yet. So the engine notes
   each pivot it starts in the :class:`Ledger` (under the lock) and a pivot the ledger knows
@@ -15,7 +16,10 @@ documents when they all resolve at once (setup, a catalog change; docs/benchmark
 * A target revision's holdings are decoded once per ConfigMap resourceVersion (revisions are
   immutable; a hand edit changes the resourceVersion and is decoded again), from the cache of
   revision ConfigMaps when it holds it, else read from the API server.
-* A kind without a cache in this daemon is listed from the API server, as before.
+* A kind the daemon has no cache of is one it runs no controller of (not served, or OLM v1's
+  ClusterExtensions left to operator-controller): none of its objects is a pivoter input with a
+  pivot in progress, and it is not listed. Without any input cache (``inputs`` None), every
+  kind is listed from the API server.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from pivoter.apis.inputs import INPUT_KINDS
 from pivoter.kube import Kube, NotFound, Resource
 from pivoter.pivot import Phase, PivotHead
 from pivoter.resolvesets import InputRef, Revision, RevisionStore, decode, revision_name
@@ -39,7 +44,8 @@ CachedObject = Callable[[str], Mapping[str, Any] | None]
 """An object of a shared cache by its key (``namespace/name``), or None (an informer store's
 ``get``)."""
 InputsSource = Callable[[Resource], Iterable[Mapping[str, Any]] | None]
-"""The cached objects of one input kind; None when this daemon has no cache of that kind."""
+"""The cached objects of one input kind; None when this daemon has no cache of that kind (it
+runs no controller of it)."""
 TargetHolding = tuple[str, str, str]
 """(package, bundle, version) of one bundle of a target revision."""
 
@@ -80,19 +86,18 @@ def pivot_targets(
     kube: Kube,
     store: RevisionStore,
     me: str,
-    kinds: Iterable[Resource],
     *,
     inputs: InputsSource | None = None,
     revisions: CachedObject | None = None,
     ledger: Ledger | None = None,
 ) -> dict[str, list[TargetHolding]]:
-    """The target bundles of every input of ``kinds`` but ``me`` with a pivot in progress, by
-    input (``Kind/name``)."""
+    """The target bundles of every input but ``me`` with a pivot in progress, by input
+    (``Kind/name``), whatever its kind."""
     targets: dict[str, list[TargetHolding]] = {}
-    for resource in kinds:
+    for resource in (k.resource for k in INPUT_KINDS):
         cached = inputs(resource) if inputs is not None else None
         items: Iterable[Mapping[str, Any]] = cached if cached is not None else ()
-        if cached is None:
+        if inputs is None:
             with contextlib.suppress(NotFound):  # the kind's CRD is not installed
                 items, _ = kube.list(resource)
         for obj in items:

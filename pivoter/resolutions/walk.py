@@ -23,11 +23,20 @@ from pivoter.apis import pivoter as api
 from pivoter.apis.conditions import find
 from pivoter.apis.resources import RESOLUTIONS
 from pivoter.kube import Kube, NotFound
+from pivoter.pivot import Phase
+from pivoter.resolutions.facts import ProgressState, ResolutionState
+from pivoter.resolutions.record import Record
 
 __all__ = ["INSTALLED", "StepOutcome", "Walker"]
 
 INSTALLED = "Installed"
-FAILED_PROGRESS = ("PivotFailed", "RolledBack")
+STOPS = frozenset({ResolutionState.UNSATISFIABLE, ResolutionState.CONFLICT})
+"""How a resolution ends a step (the request cannot be met)."""
+FAILED_PIVOTS = {
+    Phase.FAILED: ProgressState.PIVOT_FAILED,
+    Phase.ROLLED_BACK: ProgressState.ROLLED_BACK,
+}
+"""How a pivot ends a step, and the outcome it is reported as."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,19 +170,18 @@ def _verdict(
     if int(status.get("observedGeneration") or 0) < generation:
         return None
     conditions = status.get("conditions") or []
-    resolved = find(conditions, api.TYPE_RESOLVED) or {}
-    if resolved.get("status") == "False" and resolved.get("reason") in (
-        "Unsatisfiable",
-        "Conflict",
-    ):
+    record = Record.from_status(status)
+    if record.resolution in STOPS:
+        resolved = find(conditions, api.TYPE_RESOLVED) or {}
         message = status.get("explanation") or resolved.get("message") or ""
-        return str(resolved["reason"]), str(message)
+        return record.resolution.value, str(message)
     attempted = status.get("lastAttemptedRevision")
     if attempted is None or attempted == before:
         return None  # the step's pivot has not started
-    progressing = find(conditions, api.TYPE_PROGRESSING) or {}
-    if progressing.get("status") == "False" and progressing.get("reason") in FAILED_PROGRESS:
-        return str(progressing["reason"]), str(progressing.get("message") or "")
+    pivot = record.pivot
+    if pivot is not None and pivot.revision == attempted and pivot.phase in FAILED_PIVOTS:
+        progressing = find(conditions, api.TYPE_PROGRESSING) or {}
+        return FAILED_PIVOTS[pivot.phase].value, str(progressing.get("message") or "")
     ready = find(conditions, api.TYPE_READY) or {}
     selected = {s.get("package"): s.get("version") for s in status.get("selection") or []}
     if (

@@ -2,8 +2,9 @@
 
 The rule (cert-manager's revisionmanager, plus pivoter's protections): keep the newest ``keep``
 revisions, always keep every protected revision (the active one and the last successful one, the
-revisions a rollback needs), and remove nothing while a pivot is in progress (the pivot may need
-to revert to any of them). Called by :meth:`pivoter.resolvesets.RevisionStore.collect_garbage`.
+revisions a rollback needs). When it runs at all (only while the input is settled, never during a
+pivot) is decided by :mod:`pivoter.resolutions.collector`. Called by
+:meth:`pivoter.resolvesets.RevisionStore.collect_garbage`.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ def revisions_to_remove(
     *,
     keep: int,
     protect: Collection[int | None] = (),
-    pivot_in_progress: bool = False,
 ) -> list[int]:
     """The revision numbers to delete, oldest first.
 
@@ -27,8 +27,6 @@ def revisions_to_remove(
     """
     if keep < 1:
         raise ValueError(f"keep must be at least 1 (the latest revision stays), not {keep}")
-    if pivot_in_progress:
-        return []
     ordered = sorted(set(revisions))
     protected = {number for number in protect if number is not None}
     return [number for number in ordered[: max(0, len(ordered) - keep)] if number not in protected]

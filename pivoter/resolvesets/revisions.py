@@ -183,13 +183,11 @@ class RevisionStore:
         *,
         keep: int,
         protect: Collection[int | None] = (),
-        pivot_in_progress: bool = False,
     ) -> builtins.list[int]:
         """Delete revisions of ``ref`` beyond the newest ``keep``, never one in ``protect``
-        (the active and last successful revisions) and nothing while a pivot is in progress.
-        Returns the numbers deleted, oldest first."""
-        if pivot_in_progress:
-            return []
+        (the active and last successful revisions). Returns the numbers deleted, oldest first.
+        The caller decides when (:mod:`pivoter.resolutions.collector`: only while the input is
+        settled)."""
         revisions = {r.number: r for r in self.list(ref)}
         doomed = revisions_to_remove(revisions, keep=keep, protect=protect)
         for number in doomed:

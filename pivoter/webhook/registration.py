@@ -3,6 +3,8 @@
 ``configuration`` builds it for a client config that is either a URL (the daemon outside the
 cluster, for development and tests) or a Service (in-cluster); the CA bundle is injected. The
 daemon applies it at start with server-side apply, so a rotated certificate updates it in place.
+Every input kind of :data:`pivoter.apis.inputs.INPUT_KINDS` gets a webhook named
+``v<plural>.<group>`` (ClusterExtensions only when pivoter serves them).
 """
 
 from __future__ import annotations
@@ -10,7 +12,8 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from pivoter.apis import olmv1, pivoter, platform, rukpak
+from pivoter.apis import rukpak
+from pivoter.apis.inputs import CLUSTER_EXTENSION, INPUT_KINDS
 from pivoter.webhook.server import PATHS
 
 __all__ = ["NAME", "configuration"]
@@ -63,13 +66,18 @@ def configuration(
             "scope": scope,
         }
 
-    extensions = []
-    if cluster_extensions:
-        extensions.append(
+    inputs = []
+    for kind in INPUT_KINDS:
+        if kind is CLUSTER_EXTENSION and not cluster_extensions:
+            continue
+        resource = kind.resource
+        group, _, version = resource.api_version.rpartition("/")
+        scope = "Namespaced" if resource.namespaced else "Cluster"
+        inputs.append(
             webhook(
-                "vclusterextensions.olm.operatorframework.io",
-                PATHS["clusterextensions"],
-                [rule(olmv1.GROUP, "clusterextensions", ["CREATE", "UPDATE"], "Cluster", "v1")],
+                f"v{resource.plural}.{group}",
+                PATHS[resource.plural],
+                [rule(group, resource.plural, ["CREATE", "UPDATE"], scope, version)],
             )
         )
     return {
@@ -77,7 +85,6 @@ def configuration(
         "kind": "ValidatingWebhookConfiguration",
         "metadata": {"name": NAME},
         "webhooks": [
-            *extensions,
             webhook(
                 "vbundles.core.rukpak.io",
                 PATHS["bundles"],
@@ -88,24 +95,7 @@ def configuration(
                 PATHS["bundledeployments"],
                 [rule(rukpak.GROUP, "bundledeployments", ["CREATE", "UPDATE"], "Cluster")],
             ),
-            webhook(
-                "vresolutions.pivoter.io",
-                PATHS["resolutions"],
-                [rule(pivoter.GROUP, "resolutions", ["CREATE", "UPDATE"], "*", pivoter.VERSION)],
-            ),
-            webhook(
-                "vplatformoperators.platform.openshift.io",
-                PATHS["platformoperators"],
-                [
-                    rule(
-                        platform.GROUP,
-                        "platformoperators",
-                        ["CREATE", "UPDATE"],
-                        "*",
-                        platform.VERSION,
-                    )
-                ],
-            ),
+            *inputs,
             webhook(
                 "vconfigmaps.core.rukpak.io",
                 PATHS["configmaps"],

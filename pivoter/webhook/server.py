@@ -1,11 +1,13 @@
 """The admission webhook's HTTPS server: one path per admitted kind, decisions from the cluster.
 
 ``WebhookServer`` routes ``/validate-bundles``, ``/validate-configmaps``,
-``/validate-bundledeployments`` and ``/validate-clusterextensions`` to the validators, answering
-with the API server's lookups (ConfigMaps of the system namespace, Bundles that use them,
-SubjectAccessReviews for the requesting user). A request that cannot be decided (the API server
-unreachable) is refused: the webhook configurations use ``failurePolicy: Fail``, and so does the
-server. Started by ``pivoter run`` with ``--webhook-bind-address``.
+``/validate-bundledeployments`` and, for every input kind of
+:data:`pivoter.apis.inputs.INPUT_KINDS`, ``/validate-<plural>`` (``/validate-resolutions``, ...)
+to the validators, answering with the API server's lookups (ConfigMaps of the system namespace,
+Bundles that use them, SubjectAccessReviews for the requesting user). A request that cannot be
+decided (the API server unreachable) is refused: the webhook configurations use
+``failurePolicy: Fail``, and so does the server. Started by ``pivoter run`` with
+``--webhook-bind-address``.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
+from pivoter.apis.inputs import INPUT_KINDS, InputKind
 from pivoter.apis.resources import BUNDLES, CONFIG_MAPS
 from pivoter.httpserving import BackgroundHTTPServer, ConnectionLimits
 from pivoter.kube import Kube, KubeError, NotFound
@@ -25,12 +28,7 @@ from pivoter.kube.access import Subject, subject_access_review
 from pivoter.webhook.bundledeployments import validate_bundle_deployment
 from pivoter.webhook.bundles import validate_bundle
 from pivoter.webhook.configmaps import validate_config_map
-from pivoter.webhook.inputs import (
-    CLUSTER_EXTENSION,
-    PLATFORM_OPERATOR,
-    RESOLUTION,
-    validate_input,
-)
+from pivoter.webhook.inputs import validate_input
 from pivoter.webhook.review import Request, Validator, Verdict, deny, respond
 from resolver import safedata
 
@@ -42,10 +40,9 @@ PATHS = {
     "bundles": "/validate-bundles",
     "configmaps": "/validate-configmaps",
     "bundledeployments": "/validate-bundledeployments",
-    "clusterextensions": "/validate-clusterextensions",
-    "resolutions": "/validate-resolutions",
-    "platformoperators": "/validate-platformoperators",
+    **{k.resource.plural: f"/validate-{k.resource.plural}" for k in INPUT_KINDS},
 }
+"""The path of each admitted kind, by its plural."""
 MAX_BODY = 8 * 1024 * 1024  # the API server's own request limit is 3 MiB per object
 
 
@@ -69,9 +66,7 @@ class WebhookServer:
             PATHS["bundles"]: lambda r: validate_bundle(r, self.read_config_map),
             PATHS["configmaps"]: self._config_map,
             PATHS["bundledeployments"]: lambda r: validate_bundle_deployment(r, self.can),
-            PATHS["clusterextensions"]: lambda r: validate_input(CLUSTER_EXTENSION, r, self.can),
-            PATHS["resolutions"]: lambda r: validate_input(RESOLUTION, r, self.can),
-            PATHS["platformoperators"]: lambda r: validate_input(PLATFORM_OPERATOR, r, self.can),
+            **{PATHS[k.resource.plural]: self._input_validator(k) for k in INPUT_KINDS},
         }
         # Handshakes run per connection with timeouts (pivoter.httpserving): with failurePolicy
         # Fail, one idle client must not stall every admission request.
@@ -120,6 +115,10 @@ class WebhookServer:
             if config_map in names:
                 users.append(bundle["metadata"]["name"])
         return users
+
+    def _input_validator(self, kind: InputKind) -> Validator:
+        """The validator of the inputs of ``kind``."""
+        return lambda request: validate_input(kind, request, self.can)
 
     def _config_map(self, request: Request) -> Verdict:
         if request.namespace != self.system_namespace:

@@ -8,7 +8,7 @@ from typing import Any
 
 from pivoter.apis import rukpak
 from pivoter.apis.conditions import FALSE, TRUE, UNKNOWN, Condition, set_conditions
-from pivoter.controllers.bundledeployment import _installed, _Outcome, _waiting_for
+from pivoter.controllers.install import Outcome, installed, waiting_for
 from provisioners.apply.objects import ObjectRef
 
 BUNDLE = "web-abc"
@@ -22,8 +22,8 @@ def bundle(unpacked: dict[str, Any] | None = None) -> dict[str, Any]:
 INSTALLED_BEFORE = {"conditions": [{"type": rukpak.TYPE_INSTALLED, "status": TRUE}]}
 
 
-def test_a_pending_bundle_on_a_first_install_says_nothing_is_installed() -> None:
-    assert _waiting_for(bundle(), {}) == [
+def test_a_pending_bundle_on_a_first_install_says_nothing_isinstalled() -> None:
+    assert waiting_for(bundle(), {}) == [
         Condition(
             rukpak.TYPE_HAS_VALID_BUNDLE,
             TRUE,
@@ -41,20 +41,20 @@ def test_a_pending_bundle_on_a_first_install_says_nothing_is_installed() -> None
 
 def test_a_failed_unpack_leaves_what_is_installed_alone() -> None:
     failed = bundle({"status": FALSE, "message": "image not found"})
-    assert _waiting_for(failed, INSTALLED_BEFORE) == [
+    assert waiting_for(failed, INSTALLED_BEFORE) == [
         Condition(
             rukpak.TYPE_HAS_VALID_BUNDLE, FALSE, rukpak.REASON_UNPACK_FAILED, "image not found"
         )
     ]
-    (valid,) = _waiting_for(bundle({"status": FALSE}), INSTALLED_BEFORE)
+    (valid,) = waiting_for(bundle({"status": FALSE}), INSTALLED_BEFORE)
     assert valid.message == f"Failed to unpack the {BUNDLE} Bundle"
 
 
 def test_an_apply_moves_the_active_bundle_and_the_inventory() -> None:
     ref = ObjectRef("v1", "ConfigMap", "default", "web")
     status: dict[str, Any] = {"activeBundle": "web-old", "inventory": []}
-    outcome = _Outcome(refs=[ref], applied=True, notes=["pruned 1 objects"])
-    assert _installed(status, BUNDLE, outcome) == [
+    outcome = Outcome(refs=[ref], applied=True, notes=["pruned 1 objects"])
+    assert installed(status, BUNDLE, outcome) == [
         Condition(
             rukpak.TYPE_INSTALLED,
             TRUE,
@@ -67,7 +67,7 @@ def test_an_apply_moves_the_active_bundle_and_the_inventory() -> None:
 
 def test_nothing_applied_changes_nothing() -> None:
     status: dict[str, Any] = {"activeBundle": "web-old", "inventory": []}
-    assert _installed(status, BUNDLE, _Outcome(refs=[], applied=False)) == []
+    assert installed(status, BUNDLE, Outcome(refs=[], applied=False)) == []
     assert status == {"activeBundle": "web-old", "inventory": []}
 
 

@@ -13,7 +13,7 @@ import pytest
 from pivoter.apis import rukpak
 from pivoter.apis.conditions import find
 from pivoter.controllers.bundle import BundleReconciler
-from pivoter.controllers.bundledeployment import generated_bundle_name, template_hash
+from pivoter.controllers.generatedbundles import generated_bundle_name, template_hash
 from pivoter.controllers.health import object_health
 from pivoter.controllers.sourcespec import source_spec
 from provisioners.errors import InvalidSourceError

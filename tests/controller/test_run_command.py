@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 from pivoter.cli.exitcodes import ExitCode
+from pivoter.cli.flags import Address
 from pivoter.cli.main import build_parser
 from tests.clirun import pivoter
 
@@ -17,8 +18,8 @@ def _run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
 
 def test_flags_and_defaults() -> None:
     args = build_parser().parse_args(["run"])
-    assert args.metrics_bind_address == ":8080"
-    assert args.health_probe_bind_address == ":8081"
+    assert args.metrics_bind_address == Address("", 8080)
+    assert args.health_probe_bind_address == Address("", 8081)
     assert args.leader_elect is False
     assert args.leader_election_id == "pivoter-leader.pivoter.io"
     assert (

@@ -1,4 +1,5 @@
-"""A running pivoter (a Manager with the provisioning wiring) for tests on the real control plane.
+"""A running pivoter (a Manager with the daemon's Bundle and BundleDeployment controllers, built by
+:func:`pivoter.daemon.product.build` with ``Scope.BUNDLES``) for tests on the real control plane.
 
 Unlike ``tests/bundles`` (which calls ``reconcile`` by hand), everything here happens through the
 Manager's informers, queues and workers, exactly as in ``pivoter run``: a test changes the
@@ -18,9 +19,9 @@ from typing import Any
 import yaml
 
 from pivoter.apis.resources import BUNDLE_DEPLOYMENTS
-from pivoter.controllers import provisioning
-from pivoter.kube import EventRecorder, Kube, NotFound, Resource, load_client
-from pivoter.pivot import keep_on_delete
+from pivoter.daemon.product import build
+from pivoter.daemon.settings import DEFAULT_FULL_CHECK_INTERVAL, Scope, Settings
+from pivoter.kube import Kube, NotFound, Resource, load_client
 from pivoter.runtime.manager import Manager
 from tests.polling import wait_for
 
@@ -168,23 +169,22 @@ def running_pivoter(
     labels: dict[str, str],
     *,
     health_interval_seconds: float = 1.0,
+    full_check_interval_seconds: float = DEFAULT_FULL_CHECK_INTERVAL,
 ) -> Iterator[Pivoter]:
-    """Start the Manager with :func:`provisioning.setup`; on exit uninstall what the test made
-    and shut the Manager down."""
+    """Start a Manager with the daemon's Bundle and BundleDeployment controllers (their health
+    and full checks every so many seconds); on exit uninstall what the test made and shut the
+    Manager down."""
     api_client = load_client(kubeconfig=str(kubeconfig))
     kube = Kube(api_client)
     manager = Manager(kube, shutdown_timeout=10.0)
-    recorder = EventRecorder(
-        kube, reporting_controller="pivoter.io/test", reporting_instance="pytest"
-    )
-    provisioning.setup(
-        manager,
-        store_dir=store_dir,
+    settings = Settings(
         namespace=system_namespace,
-        keep_on_delete=keep_on_delete,
-        recorder=recorder,
-        health_interval_seconds=health_interval_seconds,
+        store_dir=store_dir,
+        scope=Scope.BUNDLES,
+        health_interval=health_interval_seconds,
+        full_check_interval=full_check_interval_seconds,
     )
+    product = build(manager, settings)
     manager.start()
     try:
         if not manager.wait_controllers_started(60):
@@ -196,4 +196,5 @@ def running_pivoter(
             pivoter.delete_all()
     finally:
         manager.shutdown()
+        product.stop()
         api_client.close()  # type: ignore[no-untyped-call]

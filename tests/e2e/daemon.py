@@ -4,8 +4,10 @@
 webhook (registered by URL: the daemon runs outside the cluster) and a content store directory,
 waits until ``/readyz`` answers, and stops it with SIGTERM. Stopping also removes the
 ValidatingWebhookConfiguration the daemon registered, because its ``failurePolicy: Fail`` would
-otherwise refuse every Bundle once nobody serves the webhook. Used by ``tests/e2e/conftest.py``
-and ``bench/bundle_install.py``.
+otherwise refuse every Bundle once nobody serves the webhook. With ``hooked=True`` it runs
+through the tests' entry point :mod:`tests.e2e.hooked`, which gives ``pivoter run`` the fault
+hooks its environment variables ask for. Used by ``tests/e2e/conftest.py``, the tests that kill a
+daemon at a step, and ``bench/bundle_install.py``.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pivoter.kube import Kube, NotFound
@@ -28,6 +30,7 @@ from tests.ports import free_port, free_ports
 __all__ = ["Daemon", "DaemonError", "free_port", "free_ports"]
 
 WEBHOOK_CONFIGS = "admissionregistration.k8s.io/v1"
+REPO = Path(__file__).resolve().parents[2]
 
 
 class DaemonError(RuntimeError):
@@ -46,6 +49,8 @@ class Daemon:
         log: Path,
         webhook: bool = True,
         extra_args: Sequence[str] = (),
+        hooked: bool = False,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.kubeconfig = kubeconfig
         self.namespace = namespace
@@ -54,6 +59,10 @@ class Daemon:
         self.webhook = webhook
         self.extra_args = list(extra_args)
         """More ``pivoter run`` flags (e.g. ``--olmv1=serve``)."""
+        self.hooked = hooked
+        """Run through :mod:`tests.e2e.hooked` (fault hooks from the environment)."""
+        self.env = dict(env or {})
+        """More environment variables for every start (e.g. a hook of :mod:`tests.e2e.hooked`)."""
         self.process: subprocess.Popen[bytes] | None = None
         self.metrics_port = self.health_port = self.content_port = self.webhook_port = 0
 
@@ -75,7 +84,7 @@ class Daemon:
         argv = [
             sys.executable,
             "-m",
-            "pivoter.cli.main",
+            "tests.e2e.hooked" if self.hooked else "pivoter.cli.main",
             "run",
             "--kubeconfig",
             str(self.kubeconfig),
@@ -103,17 +112,19 @@ class Daemon:
             ]
         return argv + self.extra_args
 
-    def start(self, timeout: float = 60.0) -> None:
-        """Start the daemon and wait until it is ready."""
+    def start(self, timeout: float = 60.0, *, env: Mapping[str, str] | None = None) -> None:
+        """Start the daemon and wait until it is ready; ``env``: more environment variables for
+        this start only (e.g. ``{tests.e2e.hooked.PAUSE_PIVOT_AT: phase}``)."""
         if self.process is not None and self.process.poll() is None:
             raise DaemonError("the daemon is already running")
         self.store_dir.mkdir(parents=True, exist_ok=True)
+        environment = {**os.environ, "PYTHONUNBUFFERED": "1", **self.env, **(env or {})}
+        if self.hooked:  # python -m tests.e2e.hooked, from any working directory
+            path = environment.get("PYTHONPATH")
+            environment["PYTHONPATH"] = os.pathsep.join([str(REPO), *([path] if path else [])])
         with self.log.open("ab") as sink:
             self.process = subprocess.Popen(
-                self.argv(),
-                stdout=sink,
-                stderr=subprocess.STDOUT,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                self.argv(), stdout=sink, stderr=subprocess.STDOUT, env=environment
             )
         deadline = time.monotonic() + timeout
         while not self._ready():

@@ -2,7 +2,8 @@
 adoption, restarted, and converging: the operator adopted, every object it had kept (same uid),
 owned by pivoter's child alone, and OLM v0's Subscription and CSV gone.
 
-The daemon runs as a subprocess with the test hook ``PIVOTER_TEST_PAUSE_ADOPTION_AT=<step>``
+The daemon runs as a subprocess (through :mod:`tests.e2e.hooked`) with the test hook
+``PIVOTER_TEST_PAUSE_ADOPTION_AT=<step>``
 (the adoption blocks right after recording that step); the test waits until the Resolution shows
 the step, kills the daemon, starts it again without the hook and waits for ``Adopted``. Each step
 adopts a different real bundle (their CRDs are cluster-wide, so each is installed once).
@@ -20,10 +21,11 @@ import pytest
 from pivoter.apis.resources import RESOLUTIONS
 from pivoter.kube import NotFound
 from pivoter.olmv0 import handover
-from pivoter.olmv0.controller import ANNOTATION_ADOPT
+from pivoter.olmv0.adoptrequests import ANNOTATION_ADOPT
 from pivoter.olmv0.mapping import ANNOTATION_ADOPTION, resolution_name
 from pivoter.olmv0.resources import LABEL_OWNER
 from tests.cluster import TestCluster, wait_for
+from tests.e2e import hooked
 from tests.e2e.daemon import Daemon
 from tests.olmv0.content import BundleDir, read_bundle
 from tests.olmv0.peer import CSVS, SUBSCRIPTIONS, OlmV0
@@ -58,6 +60,7 @@ def daemon(cluster: TestCluster, content: Env, tmp_path: Path) -> Iterator[Daemo
         log=tmp_path / "daemon.log",
         webhook=False,
         extra_args=["--adopt-olmv0"],
+        hooked=True,
     )
     yield process
     process.stop()
@@ -65,11 +68,7 @@ def daemon(cluster: TestCluster, content: Env, tmp_path: Path) -> Iterator[Daemo
 
 def _start_paused(daemon: Daemon, step: str) -> None:
     daemon.stop()
-    os.environ[handover.PAUSE_HOOK] = step
-    try:
-        daemon.start()
-    finally:
-        del os.environ[handover.PAUSE_HOOK]
+    daemon.start(env={hooked.PAUSE_ADOPTION_AT: step})
 
 
 def test_sigkill_at_every_adoption_step_converges(

@@ -19,13 +19,12 @@ from typing import Any
 import pytest
 import yaml
 
-from pivoter import catalogs, olmv1, platformoperators, resolutions, resolvesets
+from pivoter import olmv1
 from pivoter.apis.resources import BUNDLE_DEPLOYMENTS, CLUSTER_CATALOGS, CLUSTER_EXTENSIONS
 from pivoter.catalogs import SourceSettings
-from pivoter.controllers import provisioning
+from pivoter.daemon.product import build
+from pivoter.daemon.settings import Settings
 from pivoter.kube import Conflict, Kube, NotFound, Resource, load_client
-from pivoter.kube.identities import Identities
-from pivoter.pivot import Preparer, keep_on_delete
 from pivoter.resolvesets import RevisionStore
 from pivoter.runtime import Manager
 from provisioners.apply.applier import Applier, Owner
@@ -322,31 +321,20 @@ def olm(
         },
     )
     manager = Manager(kube)
-    cache = catalogs.setup(
+    product = build(
         manager,
-        namespace=namespace,
-        settings=SourceSettings(workdir=tmp_path / "work", timeout=3.0, deadline=20.0),
-        read_olm=False,
-    )
-    bundles = provisioning.setup(
-        manager, store_dir=tmp_path / "store", namespace=namespace, keep_on_delete=keep_on_delete
-    )
-    store = resolvesets.setup(manager, namespace=namespace)
-    preparer = Preparer(kube, bundles, Identities(kube))
-    resolutions.setup(manager, cache=cache, store=store, preparer=preparer)
-    platformoperators.setup(manager, cache=cache, store=store, preparer=preparer)
-    served = olmv1.setup(
-        manager,
-        cache=cache,
-        store=store,
-        preparer=preparer,
-        base_url="",
-        source_settings=SourceSettings(
-            workdir=tmp_path / "clustercatalogs", timeout=5.0, deadline=30.0
+        Settings(
+            namespace=namespace,
+            store_dir=tmp_path / "store",
+            olmv1="serve",
+            catalogd_address=("127.0.0.1", 0),
+            read_olm_catalogs=False,
+            catalog_sources=SourceSettings(workdir=tmp_path / "work", timeout=3.0, deadline=20.0),
+            cluster_catalog_sources=SourceSettings(
+                workdir=tmp_path / "clustercatalogs", timeout=5.0, deadline=30.0
+            ),
         ),
     )
-    server = served.start_server("127.0.0.1", 0)
-    served.catalogs.base_url = f"http://127.0.0.1:{server.port}"
     manager.start()
     env = Olm(
         kube,
@@ -354,10 +342,10 @@ def olm(
         namespace,
         unique_name("s").replace("-", ""),
         test_namespace,
-        catalogd_url=served.catalogs.base_url,
+        catalogd_url=product.catalogd_url,
         manager=manager,
-        olm=served,
-        store=store,
+        olm=product.olmv1,
+        store=product.revisions,
     )
     try:
         assert manager.wait_controllers_started(30)
@@ -368,7 +356,7 @@ def olm(
             env.delete_catalogs()
         finally:
             manager.shutdown()
-            server.stop()
+            product.stop()
             with contextlib.suppress(NotFound):
                 kube.delete(core, test_namespace)
             api_client.close()

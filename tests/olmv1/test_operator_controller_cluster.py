@@ -7,8 +7,9 @@ operator-controller's own catalog client reads (over plain http). Bundle images 
 local registry (``registries.conf`` marks it insecure).
 
 The same ClusterExtension goes through three steps with operator-controller (install 1.0.0, a
-refused non-successor 1.2.0, the successor 1.0.1); operator-controller is then stopped and pivoter
-takes over what it installed (the migration of docs/olm-v1.md: finalizers dropped,
+refused non-successor 1.2.0, the successor 1.0.1), with pivoter running as its catalogd alone
+(``Scope.CATALOGS``); operator-controller is then stopped and pivoter, restarted with all of OLM
+v1's APIs, takes over what it installed (the migration of docs/olm-v1.md: finalizers dropped,
 ``pivoter.io/adopt-existing``); then the extension is deleted (nothing with operator-controller's
 labels may be left) and pivoter repeats the steps from scratch. At each step both must agree on
 the bundle, on every upstream condition (status, reason and message), and on the objects applied
@@ -24,19 +25,18 @@ import contextlib
 import json
 import os
 import subprocess
-import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pivoter import catalogs, olmv1
 from pivoter.apis.resources import BUNDLE_DEPLOYMENTS, CLUSTER_CATALOGS, CLUSTER_EXTENSIONS
 from pivoter.catalogs import SourceSettings
-from pivoter.catalogserver.httpserver import CatalogHTTPServer
+from pivoter.daemon.product import Product, build
+from pivoter.daemon.settings import Scope, Settings
 from pivoter.kube import Kube, NotFound, load_client
-from pivoter.olmv1.setup import CatalogdServer
 from pivoter.runtime import Manager
 from tests import tools
 from tests.cluster import TestCluster, session_labels, unique_name, wait_for
@@ -167,6 +167,41 @@ def _unsigned_jwt(subject: str) -> str:
     return f"{part({'alg': 'none', 'typ': 'JWT'})}.{part({'sub': subject})}.c2ln"
 
 
+@dataclass
+class Running:
+    """pivoter's product on a Manager of its own, in this process."""
+
+    manager: Manager
+    product: Product
+
+    def stop(self) -> None:
+        """Shut the controllers and the servers down (again: nothing happens)."""
+        self.manager.shutdown()
+        self.product.stop()
+
+
+def _start_pivoter(kube: Kube, namespace: str, workdir: Path, scope: Scope) -> Running:
+    """pivoter serving OLM v1's APIs in this process, started (``Scope.CATALOGS``: as catalogd
+    alone, without its ClusterExtension controller)."""
+    manager = Manager(kube)
+    product = build(
+        manager,
+        Settings(
+            namespace=namespace,
+            store_dir=workdir / "store",
+            scope=scope,
+            olmv1="serve",
+            catalogd_address=("127.0.0.1", 0),
+            read_olm_catalogs=False,
+            catalog_sources=SourceSettings(workdir=workdir / "catalogs"),
+            cluster_catalog_sources=SourceSettings(workdir=workdir / "cc", timeout=5, deadline=30),
+        ),
+    )
+    manager.start()
+    assert manager.wait_controllers_started(30)
+    return Running(manager, product)
+
+
 @pytest.fixture
 def catalogd(
     cluster: TestCluster,
@@ -175,22 +210,10 @@ def catalogd(
     namespace: str,
     tmp_path: Path,
 ) -> Iterator[Olm]:
-    """pivoter as catalogd only (its ClusterExtension controller is not running yet)."""
+    """pivoter as catalogd alone (its ClusterExtension controller is not running yet)."""
     api_client = load_client(kubeconfig=str(cluster.kubeconfig))
     kube = Kube(api_client)
-    manager = Manager(kube)
-    cache = catalogs.CatalogCache()
-    served = olmv1.ServedCatalogs()
-    reconciler = olmv1.ClusterCatalogReconciler(
-        kube, cache, served, "", SourceSettings(workdir=tmp_path / "cc", timeout=5, deadline=30)
-    )
-    manager.controller("clustercatalogs", reconciler.reconcile).watch(
-        manager.informer_for(CLUSTER_CATALOGS)
-    )
-    server = CatalogdServer(CatalogHTTPServer(("127.0.0.1", 0), catalogs=served.get))
-    threading.Thread(target=server.http.serve_forever, daemon=True).start()
-    reconciler.base_url = f"http://127.0.0.1:{server.port}"
-    manager.start()
+    running = _start_pivoter(kube, namespace, tmp_path / "catalogd", Scope.CATALOGS)
     test_namespace = unique_name("ce")
     namespaces = kube.resource("v1", "Namespace")
     kube.create(
@@ -207,13 +230,13 @@ def catalogd(
         namespace,
         unique_name("o").replace("-", ""),
         test_namespace,
-        manager=manager,
+        catalogd_url=running.product.catalogd_url,
+        manager=running.manager,
     )
     try:
         yield env
     finally:
-        manager.shutdown()
-        server.stop()
+        running.stop()
         with contextlib.suppress(NotFound):
             kube.delete(namespaces, test_namespace)
         api_client.close()
@@ -316,7 +339,7 @@ def test_operator_controller_and_pivoter_agree(
         operator_controller, cluster.kubeconfig, system, olm.registry, tmp_path
     )
     report: dict[str, Any] = {}
-    extensions: Manager | None = None
+    extensions: Running | None = None
     try:
         upstream.start()
         for step, (manifest, settled) in _steps(olm).items():
@@ -325,8 +348,10 @@ def test_operator_controller_and_pivoter_agree(
             owner = {"olm.operatorframework.io/owner-name": olm.name}
             report[step] = {"operator-controller": _snapshot(olm, olm.name, owner)}
         upstream.stop()
-        # The migration: operator-controller stopped, its finalizers dropped, pivoter adopts
-        # what it installed (docs/olm-v1.md).
+        # The migration (docs/olm-v1.md): operator-controller stopped, its finalizers dropped,
+        # pivoter restarted serving every OLM v1 API adopts what it installed.
+        assert olm.manager is not None
+        olm.manager.shutdown()  # pivoter as catalogd alone (its servers stop with the fixture)
         patch = {
             "metadata": {
                 "finalizers": None,
@@ -334,7 +359,7 @@ def test_operator_controller_and_pivoter_agree(
             }
         }
         olm.kube.merge_patch(CLUSTER_EXTENSIONS, olm.name, patch)
-        extensions = _start_extensions(olm, namespace, tmp_path)
+        extensions = _start_pivoter(olm.kube, namespace, tmp_path / "pivoter", Scope.ALL)
         last = list(report)[-1]
         settled = _steps(olm)[last][1]
         olm.wait(
@@ -370,7 +395,7 @@ def test_operator_controller_and_pivoter_agree(
         print(upstream.tail())
         if extensions is not None:
             olm.delete_extensions()
-            extensions.shutdown()
+            extensions.stop()
         else:
             with contextlib.suppress(NotFound):
                 patch = {"metadata": {"finalizers": None}}
@@ -425,35 +450,3 @@ def _steps(olm: Olm) -> dict[str, tuple[str, Any]]:
             ),
         ),
     }
-
-
-def _start_extensions(olm: Olm, namespace: str, tmp_path: Path) -> Manager:
-    """pivoter's ClusterExtension controller (and what it needs), in this process."""
-    from pivoter import resolvesets
-    from pivoter.controllers import provisioning
-    from pivoter.kube.identities import Identities
-    from pivoter.olmv1.setup import cluster_extension_kind
-    from pivoter.pivot import Preparer, keep_on_delete
-    from pivoter.resolutions.controller import register
-
-    manager = Manager(olm.kube)
-    cache = catalogs.setup(
-        manager, namespace=namespace, settings=SourceSettings(workdir=tmp_path / "w"), read_olm=True
-    )
-    bundles = provisioning.setup(
-        manager, store_dir=tmp_path / "store", namespace=namespace, keep_on_delete=keep_on_delete
-    )
-    store = resolvesets.setup(manager, namespace=namespace)
-    register(
-        manager,
-        cluster_extension_kind(cache),
-        name="clusterextensions",
-        cache=cache,
-        store=store,
-        preparer=Preparer(olm.kube, bundles, Identities(olm.kube)),
-        recorder=None,
-        workers=1,
-    )
-    manager.start()
-    assert manager.wait_controllers_started(30)
-    return manager

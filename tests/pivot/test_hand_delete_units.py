@@ -15,7 +15,7 @@ import pytest
 from pivoter.kube import NotFound, Resource, Unavailable
 from pivoter.pivot import Children, ChildReport, ChildState, keep_on_delete
 from pivoter.platformoperators.status import platform_operator_status
-from pivoter.resolutions.engine import Outcome, _recreated
+from pivoter.resolutions.engine import Draft, _recreated
 from pivoter.resolutions.record import Record
 from pivoter.resolutions.status import healthy, installed
 from pivoter.resolvesets import InputRef, input_names
@@ -119,6 +119,25 @@ def test_a_platform_operator_child_is_kept_only_outside_a_pivot() -> None:
     assert keep_on_delete(FakeKube({"web": other}), bd) is None  # type: ignore[arg-type]
 
 
+def _of(kind: str) -> dict[str, Any]:
+    bd = child(**{"pivoter.io/input": f"{kind}/web"})
+    bd["metadata"]["ownerReferences"][0]["kind"] = kind
+    return bd
+
+
+def test_each_kind_says_in_its_own_status_which_children_it_wants() -> None:
+    """The status is read as the input's kind defines it (pivoter.apis.inputs), never by its
+    shape: a ClusterExtension by its selection, a PlatformOperator by its active revision even
+    if a selection were written into its status."""
+    extension = _of("ClusterExtension")
+    assert keep_on_delete(FakeKube({"web": resolution()}), extension) is not None  # type: ignore[arg-type]
+    dropped = resolution(selection=[{"package": "db"}])
+    assert keep_on_delete(FakeKube({"web": dropped}), extension) is None  # type: ignore[arg-type]
+    operator = _of("PlatformOperator")
+    pivoting = resolution(pivot={"phase": "Applying", "revision": 2})
+    assert keep_on_delete(FakeKube({"web": pivoting}), operator) is None  # type: ignore[arg-type]
+
+
 def test_an_unreadable_input_fails_the_finalizer_instead_of_guessing() -> None:
     kube = FakeKube({}, error=Unavailable(503, "ServiceUnavailable", "etcd is down"))
     with pytest.raises(Unavailable):
@@ -156,26 +175,28 @@ def test_status_names_the_missing_child_and_not_nothing_installed() -> None:
         ChildReport("web", "res-web", ChildState.PENDING, "waiting for the controller"),
         ChildReport("db", "res-db", ChildState.READY, "installed"),
     ]
-    out = Outcome(record=Record(active=1), reports=_recreated(reports, ("web",), target))
-    status, reason, message = healthy(out)
-    assert (status, reason) == ("False", "ChildMissing")
-    assert message == (
+    out = Draft(record=Record(active=1), reports=_recreated(reports, ("web",), target)).outcome()
+    found = healthy(out)
+    assert (found.status, found.reason) == ("False", "ChildMissing")
+    assert found.message == (
         "BundleDeployment res-web (bundle web.v1.0.0) was deleted; re-creating it "
         "(now Pending: waiting for the controller)"
     )
-    assert "res-db" not in message
-    assert installed(out)[1] == "BundleDeploymentMissing"
+    assert "res-db" not in found.message
+    assert installed(out).reason == "BundleDeploymentMissing"
     # Back and ready: nothing is said any more.
     ready = [ChildReport("web", "res-web", ChildState.READY, "ok"), reports[1]]
     assert (
-        healthy(Outcome(record=Record(active=1), reports=_recreated(ready, ("web",), target)))[0]
+        healthy(
+            Draft(record=Record(active=1), reports=_recreated(ready, ("web",), target)).outcome()
+        ).status
         == "True"
     )
 
 
 def test_no_reports_with_an_active_revision_is_not_nothing_installed() -> None:
-    assert "nothing is installed" not in healthy(Outcome(record=Record(active=2)))[2]
-    assert healthy(Outcome(record=Record()))[2] == "nothing is installed yet"
+    assert "nothing is installed" not in healthy(Draft(record=Record(active=2)).outcome()).message
+    assert healthy(Draft(record=Record()).outcome()).message == "nothing is installed yet"
 
 
 def test_input_ref_is_not_confused_with_another_kind() -> None:
@@ -209,10 +230,14 @@ def test_a_child_being_deleted_is_not_ready_whatever_its_conditions_say() -> Non
 def test_a_platform_operator_names_no_bundle_deployment_that_is_gone() -> None:
     po = {"metadata": {"name": "op"}, "spec": {"package": {"name": "op"}}}
     missing = ChildReport("op", "op", ChildState.MISSING, "BundleDeployment op was deleted")
-    status = platform_operator_status(po, Outcome(record=Record(active=1), reports=[missing]), 1)
+    status = platform_operator_status(
+        po, Draft(record=Record(active=1), reports=[missing]).outcome(), 1
+    )
     assert status["activeBundleDeployment"] is None
     (cond,) = [c for c in status["conditions"] if c["type"] == "Installed"]
     assert cond["message"] == "BundleDeployment op was deleted"
     ready = ChildReport("op", "op", ChildState.READY, "ok")
-    status = platform_operator_status(po, Outcome(record=Record(active=1), reports=[ready]), 1)
+    status = platform_operator_status(
+        po, Draft(record=Record(active=1), reports=[ready]).outcome(), 1
+    )
     assert status["activeBundleDeployment"] == {"name": "op"}

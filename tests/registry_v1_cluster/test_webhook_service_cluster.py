@@ -40,12 +40,9 @@ import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding
 
-from pivoter.controllers import provisioning
-from pivoter.kube import EventRecorder, Forbidden, Kube, KubeError, Resource, load_client
-from pivoter.pivot import keep_on_delete
-from pivoter.runtime.manager import Manager
+from pivoter.kube import Forbidden, Kube, KubeError, Resource
 from tests.cluster import TestCluster, session_labels, unique_name, wait_for
-from tests.drift.running import Pivoter
+from tests.drift.running import Pivoter, running_pivoter
 from tests.netns import NetNamespace, endpoint_slice, network_namespace
 from tests.registry_v1.helpers import bundle
 from tests.webhook.standin_server import DENY_LABEL
@@ -75,32 +72,14 @@ def pivoter(
 ) -> Iterator[Pivoter]:
     """The provisioning controllers with a 2 s full check (the daemon's default is 10 min), so a
     certificate entering its renewal window is re-issued within seconds."""
-    api_client = load_client(kubeconfig=str(cluster.kubeconfig))
-    kube = Kube(api_client)
-    manager = Manager(kube, shutdown_timeout=10.0)
-    recorder = EventRecorder(
-        kube, reporting_controller="pivoter.io/test", reporting_instance="pytest"
-    )
-    provisioning.setup(
-        manager,
-        store_dir=tmp_path / "store",
-        namespace=namespace,
-        keep_on_delete=keep_on_delete,
-        recorder=recorder,
-        health_interval_seconds=1.0,
+    with running_pivoter(
+        cluster.kubeconfig,
+        tmp_path / "store",
+        namespace,
+        session_labels(),
         full_check_interval_seconds=2.0,
-    )
-    manager.start()
-    try:
-        assert manager.wait_controllers_started(60), "the manager's controllers did not start"
-        running = Pivoter(kube, manager, namespace, session_labels())
-        try:
-            yield running
-        finally:
-            running.delete_all()
-    finally:
-        manager.shutdown()
-        api_client.close()  # type: ignore[no-untyped-call]
+    ) as running:
+        yield running
 
 
 class StandIn:

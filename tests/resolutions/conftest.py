@@ -1,9 +1,11 @@
 """Fixtures for the Resolution and PlatformOperator controllers on the real control plane.
 
-Everything runs as ``pivoter run`` wires it, in this process: a :class:`Manager` with the Catalog,
-Bundle, BundleDeployment, Resolution and PlatformOperator controllers and their watches; a
-catalog served over HTTP by ``pivoter.catalogserver`` (as ``pivoter catalog serve``) from a
-directory the test publishes into; plain+v0 bundle images in a real registry on loopback.
+Everything runs as ``pivoter run`` wires it (:func:`pivoter.daemon.product.build`), in this
+process: a :class:`Manager` with the Catalog, Bundle, BundleDeployment, Resolution and
+PlatformOperator controllers and their watches; a catalog served over HTTP by
+``pivoter.catalogserver`` (as ``pivoter catalog serve``) from a directory the test publishes into;
+plain+v0 bundle images in a real registry on loopback. A test module steps into the pivots by
+overriding the :func:`hooks` fixture.
 """
 
 from __future__ import annotations
@@ -18,13 +20,12 @@ from typing import Any
 import pytest
 import yaml
 
-from pivoter import catalogs, platformoperators, resolutions, resolvesets
 from pivoter.apis.resources import BUNDLE_DEPLOYMENTS, CATALOGS, PLATFORM_OPERATORS, RESOLUTIONS
 from pivoter.catalogs import SourceSettings
-from pivoter.controllers import provisioning
+from pivoter.daemon.hooks import Hooks
+from pivoter.daemon.product import build
+from pivoter.daemon.settings import Settings
 from pivoter.kube import Kube, NotFound, load_client
-from pivoter.kube.identities import Identities
-from pivoter.pivot import Preparer, keep_on_delete
 from pivoter.resolutions import InputReconciler
 from pivoter.resolvesets import RevisionStore
 from pivoter.runtime import Manager
@@ -67,7 +68,7 @@ class Env:
     manager: Manager | None = None
     """The in-process controllers (None when a ``pivoter run`` subprocess runs them)."""
     reconciler: InputReconciler | None = None
-    """The Resolution controller's reconciler (its engine's ``on_transition`` is a test hook)."""
+    """The Resolution controller's reconciler."""
     server: CatalogServer | None = None
     created: list[tuple[Any, str]] = field(default_factory=list)
 
@@ -237,32 +238,44 @@ def is_(obj: dict[str, Any], type_: str, status: str, reason: str | None = None)
 
 
 @pytest.fixture
+def hooks() -> Hooks:
+    """The fault hooks of the ``env`` fixture's controllers: none (a module overrides this)."""
+    return Hooks()
+
+
+@pytest.fixture
 def env(
     cluster: TestCluster,
     input_crds: None,
     bundle_registry: Registry,
     namespace: str,
     tmp_path: Path,
+    *,
+    hooks: Hooks,
 ) -> Iterator[Env]:
-    """The daemon's controllers in this process, with ``namespace`` as pivoter's namespace."""
+    """The daemon's product in this process, with ``namespace`` as pivoter's namespace, neither
+    OLM's catalogs nor OLM v1's APIs, and no server."""
     api_client = load_client(kubeconfig=str(cluster.kubeconfig))
     kube = Kube(api_client)
     manager = Manager(kube)
-    cache = catalogs.setup(
-        manager,
+    settings = Settings(
         namespace=namespace,
-        settings=SourceSettings(workdir=tmp_path / "work", timeout=3.0, deadline=20.0),
-        read_olm=False,
+        store_dir=tmp_path / "store",
+        olmv1="read",
+        read_olm_catalogs=False,
+        catalog_sources=SourceSettings(workdir=tmp_path / "work", timeout=3.0, deadline=20.0),
     )
-    bundles = provisioning.setup(
-        manager, store_dir=tmp_path / "store", namespace=namespace, keep_on_delete=keep_on_delete
-    )
-    store = resolvesets.setup(manager, namespace=namespace)
-    preparer = Preparer(kube, bundles, Identities(kube))
-    reconciler = resolutions.setup(manager, cache=cache, store=store, preparer=preparer)
-    platformoperators.setup(manager, cache=cache, store=store, preparer=preparer)
+    product = build(manager, settings, hooks)
+    assert product.revisions is not None
     manager.start()
-    env = Env(kube, namespace, _publisher(bundle_registry, tmp_path), store, manager, reconciler)
+    env = Env(
+        kube,
+        namespace,
+        _publisher(bundle_registry, tmp_path),
+        product.revisions,
+        manager,
+        product.resolutions,
+    )
     try:
         assert manager.wait_controllers_started(30)
         yield env
@@ -271,6 +284,7 @@ def env(
             env.cleanup()
         finally:
             manager.shutdown()
+            product.stop()
             if env.server is not None:
                 env.server.close()
             api_client.close()

@@ -2,13 +2,14 @@
 outage and the pivot (or the rollback of a broken update) finishes, with nothing left behind.
 
 The daemon is the real ``pivoter run`` with leader election, started through
-:mod:`tests.resolutions.holdable` so that a pivot can be held in a named phase and released by the
-test. For each pivot: hold it in ``Waiting`` (the children are applied, not yet installed), stop
-kube-apiserver (etcd keeps the data), release the hold while the daemon is cut off, wait a few
-seconds, start the API server again, and check the outcome. The session's cluster is shared, so
-the API server is always started again in a ``finally`` and the outage is kept short (but note
-that ``stop_apiserver`` waits for kube-apiserver's graceful exit, ~15 s here, during which it
-already refuses new connections: the daemon is cut off for ~17 s).
+:mod:`tests.e2e.hooked` with a hold file (``PIVOTER_TEST_HOLD_FILE``) so that a pivot can be held
+in a named phase and released by the test. For each pivot: hold it in ``Waiting`` (the children
+are applied, not yet installed), stop kube-apiserver (etcd keeps the data), release the hold
+while the daemon is cut off, wait a few seconds, start the API server again, and check the
+outcome. The session's cluster is shared, so the API server is always started again in a
+``finally`` and the outage is kept short (but note that ``stop_apiserver`` waits for
+kube-apiserver's graceful exit, ~15 s here, during which it already refuses new connections: the
+daemon is cut off for ~17 s).
 
 With a Lease that outlives the outage the leader keeps leading and finishes the pivot (and the
 rollback of a broken update); with the default lease flags it loses the Lease, exits 1, and the
@@ -27,8 +28,9 @@ import pytest
 from pivoter.apis.resources import BUNDLES, RESOLUTIONS
 from pivoter.kube import NotFound
 from tests.cluster import TestCluster, wait_for
+from tests.e2e import hooked
 from tests.e2e.daemon import Daemon
-from tests.resolutions.conftest import REPO, Env, is_
+from tests.resolutions.conftest import Env, is_
 from tests.resolutions.helpers import Version, config_map, unschedulable_deployment
 
 pytestmark = pytest.mark.cluster
@@ -38,7 +40,7 @@ OUTAGE_SECONDS = 2.0
 
 
 class HoldableDaemon(Daemon):
-    """``pivoter run`` (via :mod:`tests.resolutions.holdable`) with leader election. By default
+    """``pivoter run`` (via :mod:`tests.e2e.hooked`) with leader election. By default
     its Lease outlives a short API server outage, so the leader keeps leading through it;
     ``lease=None`` keeps the flags' defaults (15 s lease, 10 s renew deadline)."""
 
@@ -46,11 +48,8 @@ class HoldableDaemon(Daemon):
     """(lease duration, renew deadline) in seconds."""
 
     def argv(self) -> list[str]:
-        argv = super().argv()
-        module = argv.index("pivoter.cli.main")
-        argv[module] = "tests.resolutions.holdable"
         return [
-            *argv,
+            *super().argv(),
             "--leader-elect",
             "--leader-election-namespace",
             self.namespace,
@@ -79,17 +78,16 @@ def hold(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def daemon(
-    cluster: TestCluster, content: Env, tmp_path: Path, hold: Path, monkeypatch: pytest.MonkeyPatch
+    cluster: TestCluster, content: Env, tmp_path: Path, hold: Path
 ) -> Iterator[HoldableDaemon]:
-    monkeypatch.setenv("PIVOTER_TEST_PAUSE_PIVOT_AT", "hold-file")
-    monkeypatch.setenv("PIVOTER_TEST_HOLD_FILE", str(hold))
-    monkeypatch.setenv("PYTHONPATH", str(REPO))
     process = HoldableDaemon(
         cluster.kubeconfig,
         namespace=content.namespace,
         store_dir=tmp_path / "daemon-store",
         log=tmp_path / "daemon.log",
         webhook=False,
+        hooked=True,
+        env={hooked.HOLD_FILE: str(hold)},
     )
     yield process
     process.stop()

@@ -12,13 +12,13 @@ import pytest
 
 from pivoter.kube import NotFound
 from tests.cluster import TestCluster, wait_for
+from tests.e2e import hooked
 from tests.e2e.daemon import Daemon
 from tests.resolutions.conftest import Env, is_
 from tests.resolutions.helpers import Version, config_map
 
 pytestmark = pytest.mark.cluster
 
-PAUSE = "PIVOTER_TEST_PAUSE_PIVOT_AT"
 LEASE = "pivoter-failover-test"
 
 
@@ -29,7 +29,12 @@ class Replica(Daemon):
         self, kubeconfig: Path, *, namespace: str, store_dir: Path, log: Path, identity: str
     ) -> None:
         super().__init__(
-            kubeconfig, namespace=namespace, store_dir=store_dir, log=log, webhook=False
+            kubeconfig,
+            namespace=namespace,
+            store_dir=store_dir,
+            log=log,
+            webhook=False,
+            hooked=True,
         )
         self.identity = identity
 
@@ -88,11 +93,7 @@ def test_standby_takes_over_a_pivot_the_killed_leader_left(
     env.publish()
     env.catalog()
     leader = replica("first")
-    os.environ[PAUSE] = "Waiting"
-    try:
-        leader.start()
-    finally:
-        del os.environ[PAUSE]
+    leader.start(env={hooked.PAUSE_PIVOT_AT: "Waiting"})
     wait_for(lambda: _holder(env) == "first", timeout=30, what="the first replica to lead")
     standby = replica("second")
     standby.start()

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from pivoter.kube import Kube, NotFound, Resource
-from pivoter.resolutions.held import INPUT_KINDS, Holding, Peers, observe, with_pivot_targets
+from pivoter.resolutions.held import Holding, Peers, observe, with_pivot_targets
 from pivoter.resolutions.targets import Ledger, pivot_targets
 from pivoter.resolvesets import InputRef, Revision, RevisionStore, decode, revision_name
 from pivoter.resolvesets.document import encode
@@ -57,7 +57,6 @@ def test_the_children_of_other_inputs_come_from_the_cache_without_a_request() ->
 # -- the pivot targets of the other inputs ------------------------------------------------------
 
 SYSTEM = "pivoter-system"
-RESOLUTIONS = INPUT_KINDS[0]
 TARGET = ResolveSet(
     entries=(Entry("db", "2.0.0", "db.v2.0.0", "stable", "main", "r/db:2", "core-rukpak-io-plain"),)
 )
@@ -119,10 +118,11 @@ def test_pivots_in_progress_are_found_in_the_input_cache_and_the_ledger_covers_i
 
     def targets() -> Any:
         return pivot_targets(
-            NoAPI(),  # neither the inputs nor the revisions are read from the API server
+            # Neither the inputs nor the revisions are read from the API server, not even the
+            # kinds the daemon has no cache of (it runs no controller of them).
+            NoAPI(),
             Store(),
             "Resolution/a",
-            [RESOLUTIONS],
             inputs=lambda resource: cache.get(resource.kind),
             revisions=revisions.get,
             ledger=ledger,

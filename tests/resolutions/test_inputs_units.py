@@ -7,9 +7,11 @@ from typing import Any
 
 import pytest
 
+from pivoter.apis.inputs import INPUT_KINDS
+from pivoter.kube import Resource
 from pivoter.resolutions.controller import resolution_kind
 from pivoter.resolutions.engine import Outcome
-from pivoter.resolutions.inputs import FINALIZER, InputReconciler
+from pivoter.resolutions.inputs import FINALIZER, InputReconciler, Kind
 from provisioners.apply.kubeerrors import Unavailable
 
 RESOLUTION: dict[str, Any] = {
@@ -71,3 +73,21 @@ def test_events_of_a_pass_that_failed_half_way_are_still_recorded() -> None:
     with pytest.raises(Unavailable):
         reconciler.reconcile("r")
     assert recorder.seen == [("Warning", "ResolveSetModified"), ("Normal", "PivotStarted")]
+
+
+@pytest.mark.parametrize(
+    "resource",
+    [
+        Resource("pivoter.io/v1alpha1", "Widget", "widgets", namespaced=False),
+        # A kind's name with another group: not the registered resource.
+        Resource("example.com/v1", "Resolution", "resolutions", namespaced=False),
+    ],
+)
+def test_a_kind_is_built_only_for_a_registered_input_kind(resource: Resource) -> None:
+    """Joint resolution, a child's finalizer and admission iterate pivoter.apis.inputs: a kind
+    missing there would be missed by them, so its controller is refused when it is wired."""
+    kind = resolution_kind()
+    with pytest.raises(ValueError, match=r"is not an input kind of pivoter\.apis\.inputs"):
+        Kind(resource, kind.spec_of, kind.status_of, kind.deletion_policy)
+    for registered in INPUT_KINDS:
+        assert Kind(registered.resource, kind.spec_of, kind.status_of, kind.deletion_policy)

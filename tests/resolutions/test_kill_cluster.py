@@ -1,7 +1,8 @@
 """``pivoter run`` SIGKILLed at each named transition of the pivot state machine, restarted, and
 converging with nothing left behind.
 
-The daemon runs as a subprocess with the test hook ``PIVOTER_TEST_PAUSE_PIVOT_AT=<phase>``: every
+The daemon runs as a subprocess (through :mod:`tests.e2e.hooked`) with the test hook
+``PIVOTER_TEST_PAUSE_PIVOT_AT=<phase>``: every
 pivot blocks right after it entered (and persisted) that phase; the test waits until the input's
 status shows the phase, kills the daemon with SIGKILL, starts it again without the hook and
 waits for the outcome.
@@ -18,14 +19,13 @@ from typing import Any
 import pytest
 
 from tests.cluster import TestCluster
+from tests.e2e import hooked
 from tests.e2e.daemon import Daemon
 from tests.resolutions.broken import fails_after_dry_run
 from tests.resolutions.conftest import Env, is_
 from tests.resolutions.helpers import Version, config_map
 
 pytestmark = pytest.mark.cluster
-
-PAUSE = "PIVOTER_TEST_PAUSE_PIVOT_AT"
 
 
 @pytest.fixture
@@ -37,6 +37,7 @@ def daemon(cluster: TestCluster, content: Env, tmp_path: Path) -> Iterator[Daemo
         store_dir=tmp_path / "daemon-store",
         log=tmp_path / "daemon.log",
         webhook=False,
+        hooked=True,
     )
     yield process
     process.stop()
@@ -55,11 +56,7 @@ def _kill_at(
 ) -> None:
     """Restart the daemon paused at ``phase``, make it pivot, and SIGKILL it there."""
     daemon.stop()
-    os.environ[PAUSE] = phase
-    try:
-        daemon.start()
-    finally:
-        del os.environ[PAUSE]
+    daemon.start(env={hooked.PAUSE_PIVOT_AT: phase})
     publish()
     env.wait(name, _phase(phase, revision), what=f"the pivot paused in {phase}", timeout=120)
     os.kill(daemon.pid, signal.SIGKILL)

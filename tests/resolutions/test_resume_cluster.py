@@ -1,8 +1,9 @@
 """A pivot interrupted at every named transition of the state machine resumes from what it
 persisted and converges, with nothing left behind.
 
-The test hook (``Engine.on_transition``) raises right after each transition was persisted, the
-way a daemon killed at that instant leaves the cluster: the next reconcile (the controller's
+The test hook (``Hooks.pivot_transition``, given to the controllers by the :func:`hooks` fixture)
+raises right after each transition was persisted, the way a daemon killed at that instant leaves
+the cluster: the next reconcile (the controller's
 retry) starts from the recorded phase. In process; the SIGKILL of a real ``pivoter run`` at each
 transition is not done here (see the report of issue 8).
 """
@@ -13,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from pivoter.daemon.hooks import Hooks
 from pivoter.kube import NotFound
 from pivoter.pivot import Phase, PivotRecord
 from tests.cluster import wait_for
@@ -36,11 +38,22 @@ def _crash_once_per_phase(seen: list[Phase]) -> Any:
     return hook
 
 
-def test_pivot_and_rollback_resume_after_a_crash_at_every_transition(env: Env) -> None:
+@pytest.fixture
+def seen() -> list[Phase]:
+    """The phases the hook has crashed in, in order."""
+    return []
+
+
+@pytest.fixture
+def hooks(seen: list[Phase]) -> Hooks:
+    """The controllers of ``env`` crash once right after entering each phase."""
+    return Hooks(pivot_transition=_crash_once_per_phase(seen))
+
+
+def test_pivot_and_rollback_resume_after_a_crash_at_every_transition(
+    env: Env, seen: list[Phase]
+) -> None:
     ns = env.namespace
-    seen: list[Phase] = []
-    assert env.reconciler is not None
-    env.reconciler.engine.on_transition = _crash_once_per_phase(seen)
     env.publisher.add("db", Version("1.0.0", config_map("db", ns, version="1.0.0")))
     env.publisher.add("web", Version("1.0.0", config_map("web", ns, version="1.0.0")))
     env.publish()

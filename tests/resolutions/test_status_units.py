@@ -4,17 +4,26 @@ from __future__ import annotations
 
 from pivoter.apis.conditions import find
 from pivoter.pivot import ChildReport, ChildState
-from pivoter.resolutions.engine import Outcome
+from pivoter.resolutions.engine import Draft
+from pivoter.resolutions.facts import (
+    IDLE,
+    Progress,
+    ProgressState,
+    ResolutionState,
+    Resolved,
+)
 from pivoter.resolutions.record import Record
 from pivoter.resolutions.status import resolution_status
 
-FAILED = ("False", "PivotFailed", "revision 1 failed: web.v1.0.0: progress deadline exceeded")
+FAILED = Progress(
+    ProgressState.PIVOT_FAILED, "revision 1 failed: web.v1.0.0: progress deadline exceeded"
+)
 
 
-def _ready(reports: list[ChildReport], progressing: tuple[str, str, str]) -> dict[str, str]:
-    out = Outcome(record=Record(last_attempted=1), progressing=progressing, reports=reports)
-    out.resolved = ("True", "Resolved", "1 bundle selected")
-    status = resolution_status({}, out, generation=3)
+def _ready(reports: list[ChildReport], progressing: Progress) -> dict[str, str]:
+    out = Draft(record=Record(last_attempted=1), progressing=progressing, reports=reports)
+    out.resolved = Resolved(ResolutionState.RESOLVED, "1 bundle selected")
+    status = resolution_status({}, out.outcome(), generation=3)
     ready = find(status["conditions"], "Ready")
     assert ready is not None
     assert ready["observedGeneration"] == 3
@@ -38,6 +47,6 @@ def test_ready_names_the_failed_bundle_before_the_child_reports() -> None:
 
 def test_ready_gives_the_child_state_when_no_pivot_failed() -> None:
     child = ChildReport("web", "r-web", ChildState.UNHEALTHY, "0 of 1 replicas available")
-    ready = _ready([child], ("False", "Idle", "no pivot in progress"))
+    ready = _ready([child], IDLE)
     assert (ready["status"], ready["reason"]) == ("False", "Unhealthy")
     assert ready["message"].startswith("Healthy: web (r-web)")

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from pivoter.resolutions.engine import Outcome, _freshness
+from pivoter.resolutions.engine import Draft, _freshness
+from pivoter.resolutions.facts import Freshness, FreshnessState
 from pivoter.resolutions.record import Record
 from pivoter.resolutions.resolve import resolve
 from pivoter.resolutions.status import resolution_status
@@ -192,11 +193,11 @@ def _document(version: str) -> ResolveSet:
 
 def test_up_to_date_names_the_gate_before_the_resolver() -> None:
     active, target = _document("1.0.0"), _document("^1")
-    out = Outcome(record=Record(active=1))
+    out = Draft(record=Record(active=1))
     out.not_newer = (NotNewer("web", "web.v2.0.0", "2.0.0", "version 2.0.0 is outside", "X"),)
     _freshness(out, target, active, gate=("AwaitingApproval", "revision 2 waits for approval"))
-    assert out.up_to_date == (
-        "False",
+    assert out.up_to_date == Freshness(
+        FreshnessState.NOT_NEWEST,
         "AwaitingApproval",
         "web 1.1.0 (web.v1.1.0) is not taken: revision 2 waits for approval; "
         "web 2.0.0 (web.v2.0.0) is not taken: version 2.0.0 is outside",
@@ -205,11 +206,11 @@ def test_up_to_date_names_the_gate_before_the_resolver() -> None:
 
 def test_up_to_date_true_and_the_condition_in_status() -> None:
     target = _document("")
-    out = Outcome(record=Record(active=1))
+    out = Draft(record=Record(active=1))
     _freshness(out, target, target, gate=("Paused", "paused"))
     assert out.up_to_date is not None
-    assert out.up_to_date[:2] == ("True", "Newest")
-    status = resolution_status({"metadata": {"name": "x"}}, out, 3)
+    assert (out.up_to_date.state, out.up_to_date.reason) == (FreshnessState.NEWEST, "Newest")
+    status = resolution_status({"metadata": {"name": "x"}}, out.outcome(), 3)
     (cond,) = [c for c in status["conditions"] if c["type"] == "UpToDate"]
     assert (cond["status"], cond["observedGeneration"]) == ("True", 3)
     assert "web 2.0.0" in cond["message"]
@@ -225,7 +226,7 @@ def test_up_to_date_is_kept_when_a_pass_does_not_resolve() -> None:
         "lastTransitionTime": "2026-01-01T00:00:00Z",
     }
     obj = {"metadata": {"name": "x"}, "status": {"conditions": [previous]}}
-    status = resolution_status(obj, Outcome(record=Record()), 1)
+    status = resolution_status(obj, Draft(record=Record()).outcome(), 1)
     (cond,) = [c for c in status["conditions"] if c["type"] == "UpToDate"]
     assert cond == previous
 

@@ -70,10 +70,6 @@ def test_history_keeps_newest_and_protected(
     assert revisions_to_remove(revisions, keep=keep, protect=protect) == expected
 
 
-def test_history_does_nothing_during_a_pivot() -> None:
-    assert revisions_to_remove(range(1, 30), keep=1, pivot_in_progress=True) == []
-
-
 def test_history_always_keeps_the_latest() -> None:
     with pytest.raises(ValueError, match="latest revision stays"):
         revisions_to_remove([1, 2], keep=0)

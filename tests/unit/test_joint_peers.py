@@ -49,6 +49,20 @@ def test_conflict_names_the_other_input_and_its_child() -> None:
     assert Peers((DB_B,)).conflict(["web"]) == ""
 
 
+def test_the_target_of_another_inputs_pivot_in_progress_is_a_conflict() -> None:
+    """Issue 27: before any child of its pivot exists, another input's target already installs
+    its packages, whatever the other input's kind."""
+    target = Holding("ClusterExtension/ext", "db", "db.v2.0.0", "2.0.0")
+    message = Peers((target,)).conflict(["web", "db"])
+    assert message == (
+        "package db is already managed by ClusterExtension/ext (its pivot in progress installs "
+        "it); one package is managed by one input: remove it from one of them"
+    )
+    assert Peers((target,)).conflict(["web"]) == ""
+    # A child names the other input first, with the BundleDeployment to look at.
+    assert "(BundleDeployment b-db)" in Peers((target, DB_B)).conflict(["db"])
+
+
 def test_shared_dependencies_name_the_providing_input() -> None:
     peers = Peers((DB_B,))
     shared = peers.shared([SharedChoice(peers.held()[0], ("web",))])
@@ -75,8 +89,11 @@ def test_a_child_change_queues_its_dependents_and_the_unsatisfiable_inputs() -> 
     inputs = [
         _input("a", sharedDependencies=[{"package": "db", "providedBy": "Resolution/b"}]),
         _input("b"),
+        # The typed fact every input kind records (a ClusterExtension has no Resolved
+        # condition), not a condition's reason read back.
+        _input("c", pivot={"resolution": "Unsatisfiable"}),
         _input(
-            "c", conditions=[{"type": "Resolved", "status": "False", "reason": "Unsatisfiable"}]
+            "e", conditions=[{"type": "Resolved", "status": "False", "reason": "Unsatisfiable"}]
         ),
         _input("d", sharedDependencies=[{"package": "cache", "providedBy": "Resolution/b"}]),
     ]

@@ -8,17 +8,20 @@ from typing import Any
 
 import pytest
 
-from pivoter.webhook.bundledeployments import validate_bundle_deployment
-from pivoter.webhook.bundles import IMMUTABLE_MESSAGE, validate_bundle
-from pivoter.webhook.configmaps import validate_config_map
-from pivoter.webhook.inputs import (
+from pivoter.apis.inputs import (
     CLUSTER_EXTENSION,
+    INPUT_KINDS,
     PLATFORM_OPERATOR,
     RESOLUTION,
     InputKind,
-    validate_input,
 )
+from pivoter.webhook.bundledeployments import validate_bundle_deployment
+from pivoter.webhook.bundles import IMMUTABLE_MESSAGE, validate_bundle
+from pivoter.webhook.configmaps import validate_config_map
+from pivoter.webhook.inputs import validate_input
+from pivoter.webhook.registration import configuration
 from pivoter.webhook.review import Request, respond
+from pivoter.webhook.server import PATHS
 
 
 def _review(
@@ -250,3 +253,49 @@ def test_a_platform_operator_installs_as_pivoter_so_only_an_all_powerful_user_ma
     assert verdict.message.startswith("alice may not create a PlatformOperator: it would install")
     assert "use a Resolution naming a service account" in verdict.message
     assert verdict.message.endswith("(no RBAC rule allows it)")
+
+
+@pytest.mark.parametrize("cluster_extensions", [False, True])
+def test_every_input_kind_has_a_path_and_a_webhook(cluster_extensions: bool) -> None:
+    """The paths and webhooks come from pivoter.apis.inputs, under the names docs/security.md
+    gives; ClusterExtensions are admitted only when pivoter serves them."""
+    assert {PATHS[k.resource.plural] for k in INPUT_KINDS} == {
+        "/validate-resolutions",
+        "/validate-platformoperators",
+        "/validate-clusterextensions",
+    }
+    config = configuration(
+        ca_bundle=b"ca",
+        system_namespace="pivoter-system",
+        url="https://pivoter.example:9443",
+        cluster_extensions=cluster_extensions,
+    )
+    hooks = {w["name"]: w for w in config["webhooks"]}
+    expected = {
+        "vresolutions.pivoter.io": ("pivoter.io", "v1alpha1", "resolutions"),
+        "vplatformoperators.platform.openshift.io": (
+            "platform.openshift.io",
+            "v1alpha1",
+            "platformoperators",
+        ),
+    }
+    if cluster_extensions:
+        expected["vclusterextensions.olm.operatorframework.io"] = (
+            "olm.operatorframework.io",
+            "v1",
+            "clusterextensions",
+        )
+    # The others: Bundles, BundleDeployments and ConfigMaps (rukpak's).
+    inputs = {n: w for n, w in hooks.items() if not n.endswith(".core.rukpak.io")}
+    assert set(inputs) == set(expected)
+    for name, (group, version, plural) in expected.items():
+        (rule,) = inputs[name]["rules"]
+        assert (rule["apiGroups"], rule["apiVersions"], rule["resources"]) == (
+            [group],
+            [version],
+            [plural],
+        )
+        assert rule["operations"] == ["CREATE", "UPDATE"]
+        assert (
+            inputs[name]["clientConfig"]["url"] == f"https://pivoter.example:9443/validate-{plural}"
+        )

@@ -3,11 +3,11 @@
 The API server refuses EndpointSlices on loopback, so the webhook server runs in a network
 namespace behind a veth pair (:mod:`tests.netns`) and a selector-less Service names its address
 in an EndpointSlice. The server is started inside the namespace through the code of ``pivoter run
---webhook-bind-address ... --webhook-service NAMESPACE/NAME`` (:func:`start_webhook`): it issues a
-certificate for the Service's DNS names and registers the ValidatingWebhookConfiguration with a
-``service`` client config. The same denials as the URL test (``test_webhook_cluster.py``) then come
-back, so the API server reached the server through the Service; the server's own log records
-each decision.
+--webhook-bind-address ... --webhook-service NAMESPACE/NAME``
+(:func:`pivoter.daemon.webhook.start_webhook`): it issues a certificate for the Service's DNS
+names and registers the ValidatingWebhookConfiguration with a ``service`` client config. The same
+denials as the URL test (``test_webhook_cluster.py``) then come back, so the API server reached
+the server through the Service; the server's own log records each decision.
 """
 
 from __future__ import annotations
@@ -40,16 +40,16 @@ SERVER_PORT = 9443
 # What runs inside the namespace: the webhook part of `pivoter run`, and nothing else (the
 # controllers of a whole daemon would reconcile other tests' objects). Stops when stdin closes.
 ENTRY = """
-import argparse, logging, sys
-from pivoter.cli.run_webhook import add_webhook_flags, start_webhook
+import logging, sys
+from pivoter.daemon.settings import Webhook
+from pivoter.daemon.webhook import start_webhook
 from pivoter.kube import Kube, load_client
 
-kubeconfig, system_namespace, *flags = sys.argv[1:]
+kubeconfig, system_namespace, host, port, service_namespace, service = sys.argv[1:]
 logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(name)s %(message)s")
-parser = argparse.ArgumentParser()
-add_webhook_flags(parser)
+webhook = Webhook(address=(host, int(port)), service=(service_namespace, service))
 api = load_client(kubeconfig=kubeconfig)
-server = start_webhook(Kube(api), parser.parse_args(flags), system_namespace)
+server = start_webhook(Kube(api), webhook, system_namespace)
 print("ready", flush=True)
 sys.stdin.read()
 server.stop()
@@ -122,10 +122,10 @@ def webhook_service(
                 ENTRY,
                 str(cluster.kubeconfig),
                 namespace,
-                "--webhook-bind-address",
-                f"{netns.ip}:{SERVER_PORT}",
-                "--webhook-service",
-                f"{namespace}/{SERVICE}",
+                netns.ip,
+                str(SERVER_PORT),
+                namespace,
+                SERVICE,
             ],
             cwd=REPO,
             stdin=subprocess.PIPE,

@@ -1,8 +1,8 @@
-"""The surface of the ``pivoter`` command line: each command's parser, flags and help texts.
+"""What building the commands' parsers shares (:mod:`~pivoter.cli.commands._common`), and the
+flags of ``pivoter run`` (:mod:`~pivoter.cli.commands.run`; its handler is :mod:`pivoter.cli.run`).
 
-Every module here exposes ``register(subparsers)``, which adds its command(s) and names each
-handler as ``"module:function"`` (:func:`pivoter.cli.commands._common.set_handler`). Building the
-whole parser therefore imports only argparse, the converters of :mod:`pivoter.cli.flags` and these
-texts; a command's implementation (and with it kubernetes, gRPC, the resolver...) is imported by
-:mod:`pivoter.cli.main` only when that command runs. ``tests/unit/test_cli_imports.py`` keeps it so.
+Every other command is one module of :mod:`pivoter.cli` with its flags and its handler. Building
+the whole parser imports only argparse, the converters of :mod:`pivoter.cli.flags` and those
+modules; what a command needs to run (kubernetes, gRPC, the resolver...) is imported when it runs.
+``tests/unit/test_cli_imports.py`` keeps it so.
 """

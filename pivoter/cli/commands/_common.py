@@ -1,11 +1,16 @@
-"""What the command surfaces share: a command's parser, the ``-o`` flag, the handler's name."""
+"""What the commands' parsers share: a command's parser, its handler, the ``-o`` and
+``--kubeconfig`` flags, and the arguments of the input commands (``history``, ``rollback``,
+``unpin``, ``plan``, ``approve``)."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
+from pivoter.cli.errors import Handler
 from pivoter.cli.exitcodes import EPILOG
+from pivoter.cli.flags import InputSpec, Name, TextFile
+from pivoter.daemon.settings import DEFAULT_NAMESPACE
 
 Subparsers = Any  # argparse's _SubParsersAction is private; this alias names what we pass around
 
@@ -24,10 +29,21 @@ def add_command(subparsers: Subparsers, name: str, help_text: str) -> argparse.A
     return parser
 
 
-def set_handler(parser: argparse.ArgumentParser, target: str) -> None:
-    """Name the function that runs the command, as ``"package.module:function"`` taking the
-    parsed arguments and returning the exit code; it is imported only when the command runs."""
-    parser.set_defaults(handler=target)
+def set_handler(parser: argparse.ArgumentParser, handler: Handler | str) -> None:
+    """Set the function that runs the command: it takes the parsed arguments and returns the exit
+    code, and imports what it needs when it runs. The ``run`` command names its handler instead,
+    as ``"package.module:function"``, imported only when it runs."""
+    parser.set_defaults(handler=handler)
+
+
+def add_cache_flag(parser: argparse.ArgumentParser) -> None:
+    """Add ``--no-cache`` (``catalog validate`` and ``catalog render``: the commands that read a
+    catalog directory through the parsed-catalog cache)."""
+    parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="parse every file again instead of reusing the parsed-catalog cache",
+    )
 
 
 def add_output_flag(parser: argparse.ArgumentParser, extra: tuple[str, ...] = ()) -> None:
@@ -40,3 +56,32 @@ def add_output_flag(parser: argparse.ArgumentParser, extra: tuple[str, ...] = ()
         default="human",
         help="output format (default: human-readable text)",
     )
+
+
+def add_kubeconfig_flag(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """Add ``--kubeconfig``, for the commands that reach a cluster."""
+    parser.add_argument(
+        "--kubeconfig",
+        type=TextFile("kubeconfig"),
+        help="kubeconfig file (default: in-cluster, then ~/.kube)",
+    )
+
+
+def add_input_arguments(parser: argparse.ArgumentParser) -> None:
+    """``INPUT``, ``--kubeconfig``, ``--namespace`` and ``-o``: what every input command takes
+    (they read the input through :func:`pivoter.cli._inputs.run_on_input`)."""
+    parser.add_argument(
+        "input",
+        metavar="INPUT",
+        type=InputSpec(),
+        help="a Resolution name, or KIND/NAME for any input kind (resolution, platformoperator, "
+        "clusterextension)",
+    )
+    add_kubeconfig_flag(parser)
+    parser.add_argument(
+        "--namespace",
+        default=DEFAULT_NAMESPACE,
+        type=Name("dns-label", "namespace"),
+        help="pivoter's namespace, where revisions are kept (default %(default)s)",
+    )
+    add_output_flag(parser)

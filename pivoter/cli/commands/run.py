@@ -1,44 +1,45 @@
 """``pivoter run``: the daemon's flags; the command is :mod:`pivoter.cli.run`.
 
-The defaults below are the daemon's own (:mod:`pivoter.daemon`, :mod:`pivoter.observability.logs`),
-written out so that ``pivoter run --help`` does not import the daemon;
-``tests/unit/test_cli_imports.py`` checks that they agree.
+The defaults and the OLM v1 modes are the daemon's, from :mod:`pivoter.daemon.settings` (which
+imports nothing heavy, so ``pivoter run --help`` stays light). Only the log levels are written out
+here, because their owner (:mod:`pivoter.observability.logs`) is not light;
+``tests/unit/test_cli_imports.py`` checks that they agree, and that the modes are those of
+:class:`pivoter.olmv1.Mode`.
 """
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from pivoter.cli.commands._common import Subparsers, add_command, set_handler
 from pivoter.cli.flags import (
-    BindAddress,
     CertDirectory,
+    HostPort,
     Name,
-    NamespacedName,
+    ObjectRef,
     Seconds,
     StoreDirectory,
     TextFile,
     Url,
 )
-
-DEFAULT_NAMESPACE = "pivoter-system"
-"""``pivoter.daemon.DEFAULT_NAMESPACE``."""
-
-DEFAULT_LEASE = "pivoter-leader.pivoter.io"
-"""``pivoter.daemon.DEFAULT_LEASE``."""
-
-DEFAULT_STORE = Path("/var/cache/pivoter/bundles")
-"""``pivoter.daemon.DEFAULT_STORE``."""
+from pivoter.daemon.settings import (
+    DEFAULT_CATALOGD_ADDRESS,
+    DEFAULT_CONTENT_ADDRESS,
+    DEFAULT_HEALTH_ADDRESS,
+    DEFAULT_LEASE,
+    DEFAULT_LEASE_DURATION,
+    DEFAULT_METRICS_ADDRESS,
+    DEFAULT_NAMESPACE,
+    DEFAULT_OLMV1,
+    DEFAULT_RENEW_DEADLINE,
+    DEFAULT_RETRY_PERIOD,
+    DEFAULT_STORE,
+    DEFAULT_WEBHOOK_ADDRESS,
+    OLMV1_MODES,
+)
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 """``pivoter.observability.logs.LEVELS``."""
-
-OLMV1_MODES = ("auto", "serve", "read")
-"""``pivoter.olmv1.Mode``."""
-
-DEFAULT_CATALOGD_ADDRESS = ":8082"
-"""``pivoter.daemon.DEFAULT_CATALOGD_ADDRESS``."""
 
 
 def register(subparsers: Subparsers) -> None:
@@ -51,15 +52,15 @@ def register(subparsers: Subparsers) -> None:
     )
     parser.add_argument(
         "--metrics-bind-address",
-        default=":8080",
-        type=BindAddress("--metrics-bind-address"),
-        help="host:port for /metrics, 0 to disable (default :8080)",
+        default=DEFAULT_METRICS_ADDRESS,
+        type=HostPort("--metrics-bind-address", every_interface=True, off=True),
+        help=f"host:port for /metrics, 0 to disable (default {DEFAULT_METRICS_ADDRESS})",
     )
     parser.add_argument(
         "--health-probe-bind-address",
-        default=":8081",
-        type=BindAddress("--health-probe-bind-address"),
-        help="host:port for /healthz and /readyz, 0 to disable (default :8081)",
+        default=DEFAULT_HEALTH_ADDRESS,
+        type=HostPort("--health-probe-bind-address", every_interface=True, off=True),
+        help=f"host:port for /healthz and /readyz, 0 to disable (default {DEFAULT_HEALTH_ADDRESS})",
     )
     parser.add_argument(
         "--leader-elect",
@@ -83,9 +84,17 @@ def register(subparsers: Subparsers) -> None:
         help="this replica's identity in the Lease (default: <hostname>_<random uuid>)",
     )
     for flag, default, what in (
-        ("--leader-election-lease-duration", 15.0, "how long a Lease stays valid unrenewed"),
-        ("--leader-election-renew-deadline", 10.0, "how long the leader retries renewing"),
-        ("--leader-election-retry-period", 2.0, "time between attempts"),
+        (
+            "--leader-election-lease-duration",
+            DEFAULT_LEASE_DURATION,
+            "how long a Lease stays valid unrenewed",
+        ),
+        (
+            "--leader-election-renew-deadline",
+            DEFAULT_RENEW_DEADLINE,
+            "how long the leader retries renewing",
+        ),
+        ("--leader-election-retry-period", DEFAULT_RETRY_PERIOD, "time between attempts"),
     ):
         parser.add_argument(
             flag, type=Seconds(minimum=0.1), default=default, help=f"{what} (default {default}s)"
@@ -108,8 +117,8 @@ def register(subparsers: Subparsers) -> None:
     )
     parser.add_argument(
         "--content-bind-address",
-        default="0",
-        type=BindAddress("--content-bind-address"),
+        default=DEFAULT_CONTENT_ADDRESS,
+        type=HostPort("--content-bind-address", every_interface=True, off=True),
         help="host:port serving /bundles/<name>.tgz to authorized readers, 0 to disable (default)",
     )
     parser.add_argument(
@@ -121,7 +130,7 @@ def register(subparsers: Subparsers) -> None:
     parser.add_argument(
         "--platform-operator-service-account",
         default="",
-        type=NamespacedName(optional=True),
+        type=ObjectRef(optional=True),
         metavar="NAMESPACE/NAME",
         help="the service account that installs PlatformOperators' bundles (default: pivoter's "
         "own identity)",
@@ -143,7 +152,7 @@ def add_olmv1_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--olmv1",
         choices=OLMV1_MODES,
-        default="auto",
+        default=DEFAULT_OLMV1,
         help="serve OLM v1's ClusterExtension and ClusterCatalog APIs (serve), only read "
         "ClusterCatalogs (read), or serve when pivoter's crds/olmv1/ are installed and no OLM v1 "
         "controller runs (auto, default)",
@@ -151,7 +160,7 @@ def add_olmv1_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--catalogd-bind-address",
         default=DEFAULT_CATALOGD_ADDRESS,
-        type=BindAddress("--catalogd-bind-address"),
+        type=HostPort("--catalogd-bind-address", every_interface=True, off=True),
         help="host:port of the catalogd HTTP API serving ClusterCatalogs' content, when OLM v1's "
         f"APIs are served; 0 to disable (default {DEFAULT_CATALOGD_ADDRESS})",
     )
@@ -165,11 +174,11 @@ def add_olmv1_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def add_webhook_flags(parser: argparse.ArgumentParser) -> None:
-    """Add the ``--webhook-*`` flags (served by :mod:`pivoter.cli.run_webhook`)."""
+    """Add the ``--webhook-*`` flags (served by :mod:`pivoter.daemon.webhook`)."""
     parser.add_argument(
         "--webhook-bind-address",
-        default="0",
-        type=BindAddress("--webhook-bind-address"),
+        default=DEFAULT_WEBHOOK_ADDRESS,
+        type=HostPort("--webhook-bind-address", every_interface=True, off=True),
         help="host:port of the admission webhook (TLS), 0 to disable (default)",
     )
     parser.add_argument(
@@ -185,7 +194,7 @@ def add_webhook_flags(parser: argparse.ArgumentParser) -> None:
     )
     target.add_argument(
         "--webhook-service",
-        type=NamespacedName(),
+        type=ObjectRef(),
         metavar="NAMESPACE/NAME",
         help="register the webhooks through this Service (port 443)",
     )

@@ -33,6 +33,12 @@ class UnsupportedBundleError(FormatError):
         self.problem = problem
 
 
+class MissingTargetNamespacesError(UnsupportedBundleError, InvalidConfigError):
+    """The operator supports only install modes that need target namespaces, and
+    ``spec.config`` names none: the bundle is fine, its configuration is not (OLM v1 reports
+    this as ``InvalidConfiguration``)."""
+
+
 class InvalidInstallConfigError(InvalidConfigError):
     """The BundleDeployment ``spec.config`` does not fit this bundle; ``field`` names the key."""
 

@@ -20,7 +20,10 @@ from provisioners.formats.registry_v1.clusterserviceversion import (
     ClusterServiceVersion,
 )
 from provisioners.formats.registry_v1.config import RegistryV1Config
-from provisioners.formats.registry_v1.errors import UnsupportedBundleError
+from provisioners.formats.registry_v1.errors import (
+    MissingTargetNamespacesError,
+    UnsupportedBundleError,
+)
 from provisioners.formats.registry_v1.names import bounded_name
 
 SUGGESTED_NAMESPACE_ANNOTATION = "operatorframework.io/suggested-namespace"
@@ -74,7 +77,7 @@ def resolve_install(
         elif csv.supports(OWN_NAMESPACE):
             targets = (install_namespace,)
         else:
-            raise UnsupportedBundleError(
+            raise MissingTargetNamespacesError(
                 csv.where,
                 "spec.installModes",
                 f"the operator supports only {', '.join(supported)}, which need target "

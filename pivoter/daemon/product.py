@@ -1,0 +1,242 @@
+"""The daemon's product wired once: every controller, cache and server, from :class:`Settings`.
+
+:func:`build` registers on a Manager what ``pivoter run`` runs: the Bundle and BundleDeployment
+controllers on one content store, the catalogs (pivoter's Catalogs, OLM's CatalogSources and
+catalogd's ClusterCatalogs read into one cache), the revision store of ResolveSets, the input
+controllers (Resolutions, PlatformOperators; ClusterCatalogs and ClusterExtensions when OLM v1's
+APIs are served, :mod:`pivoter.olmv1.mode`; the OLM v0 adoption controller when asked), and
+starts the content server, the catalogd API and the admission webhook. ``pivoter run``
+(:mod:`pivoter.daemon.process`) and every test fixture that runs the controllers in its own
+process call it; a fixture that wants less says so in :class:`Settings` (its :class:`Scope`, no
+server address, ``olmv1="read"``), and a test's fault hooks come in :class:`Hooks`.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from pivoter import catalogs, olmv0, olmv1, platformoperators, resolutions, resolvesets
+from pivoter.apis.resources import PLATFORM_OPERATORS, RESOLUTIONS
+from pivoter.catalogs import CatalogCache, SourceSettings
+from pivoter.contentserver import ContentServer
+from pivoter.controllers import provisioning
+from pivoter.controllers.bundle import BundleReconciler
+from pivoter.daemon.hooks import Hooks
+from pivoter.daemon.settings import Scope, Settings, own_namespace
+from pivoter.daemon.webhook import start_webhook
+from pivoter.kube import EventRecorder, NotFound, Resource, Unavailable
+from pivoter.kube.identities import Identities
+from pivoter.pivot import Preparer, keep_on_delete
+from pivoter.resolutions import InputReconciler
+from pivoter.resolvesets import RevisionStore
+from pivoter.runtime import Manager
+
+__all__ = ["Product", "Server", "build"]
+
+log = logging.getLogger("pivoter.run")
+
+
+class Server(Protocol):
+    """A background server the daemon stops on shutdown."""
+
+    def stop(self) -> None:
+        """Stop serving."""
+        ...
+
+
+@dataclass
+class Product:
+    """What :func:`build` registered and started; None where the settings left a part out."""
+
+    namespace: str
+    """pivoter's namespace, as resolved."""
+    bundles: BundleReconciler
+    """The Bundle reconciler (the content server reads the store through it)."""
+    cache: CatalogCache | None = None
+    revisions: RevisionStore | None = None
+    resolutions: InputReconciler | None = None
+    platform_operators: InputReconciler | None = None
+    olmv1: olmv1.OlmV1 | None = None
+    """OLM v1's controllers, when its APIs are served."""
+    adopter: olmv0.controller.Adopter | None = None
+    catalogd_url: str = ""
+    """The base URL in ClusterCatalogs' ``status.urls.base``."""
+    servers: list[Server] = field(default_factory=list)
+    """The servers started (content, catalogd, webhook), stopped by :meth:`stop`."""
+
+    def stop(self) -> None:
+        """Stop the servers (the controllers stop with their Manager). Safe to call again."""
+        servers, self.servers = self.servers, []
+        for server in servers:
+            server.stop()
+
+
+def build(manager: Manager, settings: Settings, hooks: Hooks | None = None) -> Product:
+    """Register the product's controllers on ``manager`` and start its servers.
+
+    The controllers run once the Manager starts. Raises what the API server or a server's socket
+    raises (:class:`~pivoter.kube.KubeError`, :class:`OSError`), and :class:`ValueError` when the
+    settings cannot be honoured (``olmv1="serve"`` without its CRDs); servers already started
+    are stopped first.
+    """
+    hooks = hooks or Hooks()
+    recorder = EventRecorder(
+        manager.kube,
+        reporting_controller="pivoter.io/pivoter",
+        reporting_instance=socket.gethostname(),
+    )
+    namespace = settings.namespace or own_namespace()
+    product = Product(
+        namespace,
+        provisioning.setup(
+            manager,
+            store_dir=settings.store_dir,
+            namespace=namespace,
+            keep_on_delete=keep_on_delete,
+            content_url_base=settings.content_url,
+            recorder=recorder,
+            health_interval_seconds=settings.health_interval,
+            full_check_interval_seconds=settings.full_check_interval,
+        ),
+    )
+    try:
+        if settings.scope is not Scope.BUNDLES:
+            _catalogs_and_inputs(manager, settings, product, recorder, hooks)
+        if settings.content_address is not None:
+            host, port = settings.content_address
+            server = ContentServer(manager.kube, product.bundles, host=host, port=port)
+            server.start()
+            product.servers.append(server)
+        if settings.webhook is not None:
+            extensions = product.olmv1 is not None and product.olmv1.extensions is not None
+            product.servers.append(
+                start_webhook(
+                    manager.kube, settings.webhook, namespace, cluster_extensions=extensions
+                )
+            )
+    except BaseException:
+        product.stop()
+        raise
+    return product
+
+
+def _catalogs_and_inputs(
+    manager: Manager, settings: Settings, product: Product, recorder: EventRecorder, hooks: Hooks
+) -> None:
+    """The catalogs, then (:attr:`Scope.ALL`) the inputs, OLM v1's when served, with the
+    tests' hooks; fills ``product``."""
+    reachable = _reachable(manager)
+    serve_olmv1 = _serves_olmv1(manager, settings.olmv1, reachable=reachable)
+    cache = product.cache = catalogs.setup(
+        manager,
+        namespace=product.namespace,
+        settings=settings.catalog_sources,
+        recorder=recorder,
+        read_olm=reachable and settings.read_olm_catalogs,
+        read_cluster_catalogs=not serve_olmv1,
+    )
+    revisions = product.revisions = resolvesets.setup(manager, namespace=product.namespace)
+    preparer = Preparer(manager.kube, product.bundles, Identities(manager.kube))
+    inputs = settings.scope is Scope.ALL
+    if inputs:
+        # An input kind whose CRD is not installed would keep the informers from ever syncing
+        # (and every controller from starting): set up only the served ones (all of them when
+        # the API server cannot be asked; deploy/ installs every CRD).
+        if not reachable or _served(manager, RESOLUTIONS):
+            product.resolutions = resolutions.setup(
+                manager, cache=cache, store=revisions, preparer=preparer, recorder=recorder
+            )
+        if not reachable or _served(manager, PLATFORM_OPERATORS):
+            account = settings.platform_operator_service_account
+            product.platform_operators = platformoperators.setup(
+                manager,
+                cache=cache,
+                store=revisions,
+                preparer=preparer,
+                settings=platformoperators.Settings(
+                    service_account=(
+                        {"namespace": account[0], "name": account[1]} if account else None
+                    )
+                ),
+                recorder=recorder,
+            )
+    if serve_olmv1:
+        product.olmv1 = olmv1.setup(
+            manager,
+            cache=cache,
+            store=revisions,
+            preparer=preparer,
+            base_url=settings.catalogd_url.rstrip("/"),
+            source_settings=settings.cluster_catalog_sources
+            or SourceSettings(workdir=Path(tempfile.mkdtemp(prefix="pivoter-clustercatalogs-"))),
+            recorder=recorder,
+            extensions=inputs,
+        )
+        _serve_catalogd(settings, product, product.olmv1)
+    if inputs and settings.adopt_olmv0:
+        if reachable and _served(manager, olmv0.SUBSCRIPTIONS):
+            product.adopter = olmv0.controller.setup(manager, recorder, on_step=hooks.adoption_step)
+        else:
+            log.warning("--adopt-olmv0: OLM v0's Subscriptions are not served; nothing to adopt")
+    if hooks.pivot_transition is not None:
+        extensions = product.olmv1.extensions if product.olmv1 is not None else None
+        for reconciler in (product.resolutions, product.platform_operators, extensions):
+            if reconciler is not None:
+                reconciler.engine.on_transition = hooks.pivot_transition
+
+
+def _reachable(manager: Manager) -> bool:
+    """Whether the API server answers at start. Discovering OLM's and catalogd's kinds needs it;
+    the controllers wait for it themselves (their informers retry), so the daemon starts without
+    those two readers when it does not."""
+    try:
+        manager.kube.request("GET", "/version")
+    except Unavailable as exc:
+        log.warning("API server unreachable at start (%s): not reading OLM/catalogd catalogs", exc)
+        return False
+    return True
+
+
+def _serve_catalogd(settings: Settings, product: Product, served: olmv1.OlmV1) -> None:
+    """Start the catalogd API, if it has an address; the ClusterCatalogs' base URL is
+    ``catalogd_url``, else the address the server bound, as seen from this host."""
+    product.catalogd_url = served.catalogs.base_url
+    if settings.catalogd_address is None:
+        return
+    host, port = settings.catalogd_address
+    server = served.start_server(host, port)
+    product.servers.append(server)
+    if not settings.catalogd_url:
+        host = "localhost" if host in ("", "0.0.0.0", "::") else host
+        product.catalogd_url = served.catalogs.base_url = f"http://{host}:{server.port}"
+
+
+def _serves_olmv1(manager: Manager, mode: str, *, reachable: bool) -> bool:
+    """Whether this daemon serves OLM v1's APIs (:func:`pivoter.olmv1.decide`), logged with why.
+    With the API server unreachable at start, ``auto`` reads (nothing could be checked)."""
+    decided = olmv1.Mode(mode)
+    if not reachable and decided is not olmv1.Mode.SERVE:
+        log.warning("OLM v1 APIs: not served (the API server was unreachable at start)")
+        return False
+    try:
+        decision = olmv1.decide(manager.kube, decided)
+    except olmv1.OlmV1Error as exc:
+        raise ValueError(str(exc)) from exc
+    log.info("OLM v1 APIs: %s (%s)", "served" if decision.serve else "not served", decision.reason)
+    return decision.serve
+
+
+def _served(manager: Manager, resource: Resource) -> bool:
+    try:
+        manager.kube.resource(resource.api_version, resource.kind)
+    except NotFound:
+        log.warning(
+            "%s is not served (its CRD is not installed): not running its controller", resource.kind
+        )
+        return False
+    return True
