@@ -32,18 +32,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from resolver.catalog.load import load_objects
 from resolver.catalog.model import Catalog, Origin
-from resolver.catalog.sources import SourceError, open_source
+from resolver.catalog.sources import CatalogSourceError, open_source
 from resolver.profiles import solve_variables
 from resolver.profiles.pivoter import Pivoter
 from resolver.rules.inputs import (
-    CatalogSource,
+    CatalogInput,
     Index,
     PackageRequest,
     ResolutionInput,
     Unsatisfiable,
 )
 from resolver.sat import (
-    Conflict,
+    ConflictsWith,
     Dependency,
     Engine,
     Mandatory,
@@ -93,18 +93,18 @@ def load_without_icons(root: Path) -> Catalog:
     return load_objects(objects, name=root.name)
 
 
-def load(shared: Path, name: str) -> tuple[list[CatalogSource], Index, float]:
+def load(shared: Path, name: str) -> tuple[list[CatalogInput], Index, float]:
     start = time.perf_counter()
     try:
         catalog = open_source(str(shared / "catalogs" / name)).fetch()
-    except SourceError:
+    except CatalogSourceError:
         catalog = load_without_icons(shared / "catalogs" / name)
-    sources = [CatalogSource(name, catalog)]
+    sources = [CatalogInput(name, catalog)]
     index = Index(sources)
     return sources, index, (time.perf_counter() - start) * 1000
 
 
-def resolve(sources: list[CatalogSource], index: Index, packages: list[str]) -> str:
+def resolve(sources: list[CatalogInput], index: Index, packages: list[str]) -> str:
     inp = ResolutionInput(sources, [PackageRequest(p) for p in packages])
     try:
         Pivoter(inp, index=index).resolve()
@@ -113,7 +113,7 @@ def resolve(sources: list[CatalogSource], index: Index, packages: list[str]) -> 
         return "unsat"
 
 
-def alone(sources: list[CatalogSource], index: Index, repeat: int) -> tuple[list[float], list[str]]:
+def alone(sources: list[CatalogInput], index: Index, repeat: int) -> tuple[list[float], list[str]]:
     times, ok = [], []
     for pkg in sorted(p.name for p in sources[0].catalog.packages):
         ms, result = timed(lambda p=pkg: resolve(sources, index, [p]), repeat)
@@ -135,7 +135,7 @@ def olm_instance(seed: int = 9, n: int = 256) -> list[Variable]:
         if rnd.random() < 0.15:
             cs.append(Dependency(tuple(rnd.sample(ids, rnd.randint(1, 5)))))
         if rnd.random() < 0.05:
-            cs.append(Conflict(rnd.choice(ids)))
+            cs.append(ConflictsWith(rnd.choice(ids)))
         variables.append(Variable(vid, tuple(cs)))
     return variables
 

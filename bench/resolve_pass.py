@@ -8,7 +8,7 @@ catalog change) and 100·F - 1 bundles are held. In process, no cluster: this is
 pass that grows with the number of inputs through the resolver (the catalog's index and the
 held bundles); docs/benchmarks/daemon-scale.md has the whole daemon.
 
-Each pass gets fresh ``CatalogSource`` and ``Held`` objects, as the daemon builds them per
+Each pass gets fresh ``CatalogInput`` and ``Held`` objects, as the daemon builds them per
 pass, over the same loaded ``Catalog`` (the daemon's catalog cache keeps one per content).
 
 Also timed: the scan of every other input's pivot record that each pass makes to find the
@@ -33,13 +33,12 @@ from typing import Any, cast
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pivoter.kube import Kube
-from pivoter.resolutions.held import INPUT_KINDS
 from pivoter.resolutions.resolve import resolve
 from pivoter.resolutions.targets import Ledger, pivot_targets
 from pivoter.resolvesets import RevisionStore
 from resolver.catalog.load import load_objects
 from resolver.catalog.model import Catalog, Origin
-from resolver.rules.inputs import CatalogSource, Held, Installed, PackageRequest
+from resolver.rules.inputs import CatalogInput, Held, Installed, PackageRequest
 
 CHANGED = 100
 """Packages with a second version (the first 100, as one catalog change of the daemon bench)."""
@@ -88,7 +87,7 @@ def one_pass(loaded: Catalog, factor: int) -> float:
     ]
     started = time.perf_counter()
     selection = resolve(
-        [(CatalogSource("scale", loaded, priority=0), "sha256:x")],
+        [(CatalogInput("scale", loaded, priority=0), "sha256:x")],
         [PackageRequest(package(0))],
         [Installed(f"{package(0)}.v1.0.0", package(0), "1.0.0")],
         held=held,
@@ -127,7 +126,6 @@ def scan(factor: int) -> float:
         cast(Kube, None),
         cast(RevisionStore, None),
         "Resolution/r0000",
-        INPUT_KINDS,
         inputs=lambda resource: inputs if resource.kind == "Resolution" else [],
         ledger=Ledger(),
     )

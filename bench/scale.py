@@ -44,7 +44,7 @@ from resolve import percentile, resolve
 from scale_catalog import generate
 
 from resolver.catalog.load import load_directory
-from resolver.rules.inputs import CatalogSource, Index
+from resolver.rules.inputs import CatalogInput, Index
 
 
 def run(command: list[str], env: dict[str, str] | None = None) -> tuple[float, float, int]:
@@ -77,7 +77,7 @@ def resolve_figures(directory: Path, sample: int, seed: int) -> dict[str, float 
     started = time.perf_counter()
     catalog = load_directory(directory, use_cache=False)
     load_s = time.perf_counter() - started
-    sources = [CatalogSource(directory.name, catalog)]
+    sources = [CatalogInput(directory.name, catalog)]
     index = Index(sources)
     names = sorted(p.name for p in catalog.packages)
     rng = random.Random(seed)

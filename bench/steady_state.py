@@ -55,7 +55,7 @@ from pivoter.resolutions.resolve import ResolveProblem, resolve  # noqa: E402
 from provisioners.apply.applier import Applier, Owner  # noqa: E402
 from provisioners.apply.kubeapi import KubeAPI  # noqa: E402
 from resolver.catalog.load import load_directory  # noqa: E402
-from resolver.rules.inputs import CatalogSource, PackageRequest  # noqa: E402
+from resolver.rules.inputs import CatalogInput, PackageRequest  # noqa: E402
 from tests.cluster import TestCluster, running_components  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "catalogs"
@@ -96,7 +96,7 @@ def memory_mib(pid: int) -> tuple[float, float]:
 def resolvable_packages(directory: Path) -> list[str]:
     """The packages of the catalog in ``directory`` that resolve alone against it."""
     catalog = load_directory(directory, name=directory.name, use_cache=False)
-    source = CatalogSource(directory.name, catalog)
+    source = CatalogInput(directory.name, catalog)
     names = sorted({b.package for b in catalog.bundles if PACKAGE_NAME.fullmatch(b.package)})
     good = []
     for name in names:

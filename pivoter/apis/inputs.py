@@ -144,7 +144,7 @@ RESOLUTION = InputKind(
         "name a service account the user may impersonate in spec.serviceAccount",
     ),
     _selection,
-    views.Resolution.parse,
+    views.ResolutionView.parse,
 )
 PLATFORM_OPERATOR = InputKind(
     PLATFORM_OPERATORS,
@@ -155,7 +155,7 @@ PLATFORM_OPERATOR = InputKind(
         "use a Resolution naming a service account the user may impersonate",
     ),
     _active_revision,
-    views.PlatformOperator.parse,
+    views.PlatformOperatorView.parse,
 )
 CLUSTER_EXTENSION = InputKind(
     CLUSTER_EXTENSIONS,
@@ -167,7 +167,7 @@ CLUSTER_EXTENSION = InputKind(
         "name a service account in spec.namespace that the user may impersonate",
     ),
     _selection,
-    views.ClusterExtension.parse,
+    views.ClusterExtensionView.parse,
 )
 
 INPUT_KINDS: tuple[InputKind, ...] = (RESOLUTION, PLATFORM_OPERATOR, CLUSTER_EXTENSION)

@@ -1,8 +1,8 @@
 """Typed, immutable views of the objects pivoter reads as inputs, each read once, at the edge:
-:class:`Resolution` (``pivoter.io``), :class:`PlatformOperator` (``platform.openshift.io``) and
-:class:`ClusterExtension` (``olm.operatorframework.io``), with the metadata that means something
-to pivoter (name, generation, and the ``pivoter.io/`` annotations: pin, approval, retry, the
-ClusterExtension opt-ins).
+:class:`ResolutionView` (``pivoter.io``), :class:`PlatformOperatorView` (``platform.openshift.io``)
+and :class:`ClusterExtensionView` (``olm.operatorframework.io``), with the metadata that means
+something to pivoter (name, generation, and the ``pivoter.io/`` annotations: pin, approval, retry,
+the ClusterExtension opt-ins).
 
 Each view's ``parse(obj)`` reads the whole object and checks every field it uses; anything it
 cannot read raises :class:`FieldError` naming the field (``spec.source.catalog.version: expected
@@ -49,8 +49,8 @@ __all__ = [
     "SOURCE_TYPE_CATALOG",
     "UPGRADE_POLICIES",
     "Approval",
-    "CatalogSource",
-    "ClusterExtension",
+    "CatalogFilter",
+    "ClusterExtensionView",
     "DeletionPolicy",
     "Dependencies",
     "Enforcement",
@@ -58,9 +58,9 @@ __all__ = [
     "InputMeta",
     "InputView",
     "LabelSelector",
-    "PlatformOperator",
+    "PlatformOperatorView",
     "RequestedPackage",
-    "Resolution",
+    "ResolutionView",
     "SelectorRequirement",
     "ServiceAccountRef",
     "UpgradePolicy",
@@ -250,7 +250,7 @@ class RequestedPackage:
 
 
 @dataclass(frozen=True, slots=True)
-class Resolution:
+class ResolutionView:
     """A ``pivoter.io/v1alpha1`` Resolution: which packages to install, from which Catalogs,
     and how to roll them out."""
 
@@ -273,7 +273,7 @@ class Resolution:
     deletion_policy: DeletionPolicy = "Delete"
 
     @classmethod
-    def parse(cls, obj: Mapping[str, object]) -> Resolution:
+    def parse(cls, obj: Mapping[str, object]) -> ResolutionView:
         """Read a Resolution object; raise :class:`FieldError` naming the first bad field."""
         root = Fields.root(obj)
         meta, annotations = _metadata(root)
@@ -314,7 +314,7 @@ class Resolution:
 
 
 @dataclass(frozen=True, slots=True)
-class PlatformOperator:
+class PlatformOperatorView:
     """A ``platform.openshift.io/v1alpha1`` PlatformOperator: one package, by name."""
 
     meta: InputMeta
@@ -323,7 +323,7 @@ class PlatformOperator:
     """The :data:`ANNOTATION_PINNED_REVISION` annotation."""
 
     @classmethod
-    def parse(cls, obj: Mapping[str, object]) -> PlatformOperator:
+    def parse(cls, obj: Mapping[str, object]) -> PlatformOperatorView:
         """Read a PlatformOperator object; raise :class:`FieldError` naming the first bad
         field."""
         root = Fields.root(obj)
@@ -340,7 +340,7 @@ class PlatformOperator:
 
 
 @dataclass(frozen=True, slots=True)
-class CatalogSource:
+class CatalogFilter:
     """A ClusterExtension's ``spec.source.catalog``: the package and which bundles of it."""
 
     package_name: str
@@ -352,7 +352,7 @@ class CatalogSource:
     """Which ClusterCatalogs it resolves from (None: all of them)."""
 
     @classmethod
-    def parse(cls, fields: Fields) -> CatalogSource:
+    def parse(cls, fields: Fields) -> CatalogFilter:
         """The catalog source ``fields`` holds."""
         return cls(
             package_name=fields.required_string("packageName"),
@@ -366,13 +366,13 @@ class CatalogSource:
 
 
 @dataclass(frozen=True, slots=True)
-class ClusterExtension:
+class ClusterExtensionView:
     """An ``olm.operatorframework.io/v1`` ClusterExtension, upstream's fields and pivoter's
     opt-in annotations (docs/olm-v1.md)."""
 
     meta: InputMeta
     namespace: str
-    catalog: CatalogSource
+    catalog: CatalogFilter
     service_account: str = ""
     """``spec.serviceAccount.name`` ("" when unset: the daemon's configured identity)."""
     inline_config: Mapping[str, object] | None = None
@@ -392,7 +392,7 @@ class ClusterExtension:
     """The :data:`ANNOTATION_PINNED_REVISION` annotation."""
 
     @classmethod
-    def parse(cls, obj: Mapping[str, object]) -> ClusterExtension:
+    def parse(cls, obj: Mapping[str, object]) -> ClusterExtensionView:
         """Read a ClusterExtension object; raise :class:`FieldError` naming the first bad
         field."""
         root = Fields.root(obj)
@@ -422,7 +422,7 @@ class ClusterExtension:
         return cls(
             meta=meta,
             namespace=spec.required_string("namespace"),
-            catalog=CatalogSource.parse(source.required_child("catalog")),
+            catalog=CatalogFilter.parse(source.required_child("catalog")),
             service_account=account.string("name") if account is not None else "",
             inline_config=inline,
             crd_upgrade_safety=(
@@ -444,5 +444,5 @@ class ClusterExtension:
 
 # ----------------------------------------------------------------------------- any input
 
-InputView = Resolution | PlatformOperator | ClusterExtension
+InputView = ResolutionView | PlatformOperatorView | ClusterExtensionView
 """Any input; each has ``meta`` and ``pinned``."""

@@ -33,7 +33,7 @@ from pivoter.catalogs.reconciler import CatalogReconciler, referenced_config_map
 from pivoter.catalogs.setup import setup
 from pivoter.catalogs.sources import (
     BuiltSource,
-    ConfigMapsSource,
+    ConfigMapsCatalogSource,
     ObjectReader,
     SourceSettings,
     build_source,
@@ -53,7 +53,7 @@ __all__ = [
     "CatalogProblem",
     "CatalogReconciler",
     "ChangeCallback",
-    "ConfigMapsSource",
+    "ConfigMapsCatalogSource",
     "FetchFailed",
     "ForeignCatalogReconciler",
     "ForeignSpec",

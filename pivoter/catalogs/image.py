@@ -26,7 +26,7 @@ from provisioners.sources.http_client import HttpClient, TlsOptions
 from provisioners.sources.image import ImageSource
 from provisioners.sources.pull_secret import credentials_for
 from provisioners.sources.reference import parse_reference
-from provisioners.sources.registry import INDEX_TYPES, MANIFEST_TYPES, Manifest, RegistryClient
+from provisioners.sources.registry import INDEX_TYPES, MANIFEST_TYPES, ImageManifest, RegistryClient
 from resolver import safedata
 from resolver.catalog.errors import CatalogLoadError
 from resolver.catalog.load import load_directory
@@ -133,7 +133,7 @@ class ImageCatalogSource:
         client, reference, top = self._resolve()
         return self._pull(scratch, client, reference, top)
 
-    def _resolve(self) -> tuple[RegistryClient, Any, Manifest]:
+    def _resolve(self) -> tuple[RegistryClient, Any, ImageManifest]:
         try:
             client, reference = self._client()
             top = client.manifest(reference.manifest_ref)
@@ -143,7 +143,7 @@ class ImageCatalogSource:
         return client, reference, top
 
     def _pull(
-        self, scratch: Path, client: RegistryClient, reference: Any, top: Manifest
+        self, scratch: Path, client: RegistryClient, reference: Any, top: ImageManifest
     ) -> PulledCatalog:
         try:
             manifest = self._image_manifest(client, top)
@@ -196,7 +196,7 @@ class ImageCatalogSource:
         )
         return client, reference
 
-    def _image_manifest(self, client: RegistryClient, top: Manifest) -> Manifest:
+    def _image_manifest(self, client: RegistryClient, top: ImageManifest) -> ImageManifest:
         if top.media_type not in INDEX_TYPES:
             return top
         wanted_os, _, wanted_arch = self.platform.partition("/")
@@ -212,7 +212,7 @@ class ImageCatalogSource:
             raise FetchFailed(f"image {self.spec}: the index has no {self.platform} image")
         return client.manifest(str(chosen[0].get("digest") or ""))
 
-    def _config(self, client: RegistryClient, manifest: Manifest) -> Any:
+    def _config(self, client: RegistryClient, manifest: ImageManifest) -> Any:
         if manifest.media_type not in MANIFEST_TYPES:
             raise InvalidCatalog(
                 f"image {self.spec} has media type {manifest.media_type!r}, not an image manifest"

@@ -24,7 +24,7 @@ from pivoter.catalogs.errors import CatalogProblem, FetchFailed, InvalidCatalog,
 from pivoter.catalogs.sources import BuiltSource
 from pivoter.kube import KubeError
 from resolver.catalog.model import Catalog
-from resolver.catalog.sources import SourceError
+from resolver.catalog.sources import CatalogSourceError
 from resolver.catalog.validate import validate
 
 __all__ = ["MAX_FINDINGS_REPORTED", "PollOutcome", "Poller"]
@@ -114,7 +114,7 @@ class Poller:
     def _poll(self, cache: CatalogCache, priority: int) -> bool:
         try:
             catalog = self.built.source.fetch()
-        except SourceError as exc:
+        except CatalogSourceError as exc:
             raise FetchFailed(str(exc)) from exc
         source_digest = self.built.source.digest
         cached = cache.get(self.cache_name)

@@ -8,7 +8,8 @@ Secrets it names from pivoter's namespace.
   ``caConfigMap`` key ``ca.crt``, bearer token from ``tokenSecret`` key ``token``) | the body
   (``If-Modified-Since``: a 304 costs one request) |
 | ``image`` | :class:`pivoter.catalogs.image.ImageCatalogSource` | the manifest digest |
-| ``configMaps`` | :class:`ConfigMapsSource` (each key of each ConfigMap is one FBC file) | data |
+| ``configMaps`` | :class:`ConfigMapsCatalogSource` (each key of each ConfigMap is one FBC
+  file) | data |
 
 :func:`build_source` returns the source with a *key* over everything it was built from (the
 spec, the CA, the token, the pull secret): the reconciler keeps a source (and its HTTP/image
@@ -43,10 +44,21 @@ from resolver.catalog.errors import CatalogLoadError
 from resolver.catalog.load import load_objects
 from resolver.catalog.model import JSON, Catalog, Origin
 from resolver.catalog.parse import parse_text
-from resolver.catalog.sources import CatalogdSource, CatalogSource, RegistrySource, SourceError
+from resolver.catalog.sources import (
+    CatalogdSource,
+    CatalogSource,
+    CatalogSourceError,
+    RegistrySource,
+)
 from resolver.net import InvalidCredential, bearer_token
 
-__all__ = ["BuiltSource", "ConfigMapsSource", "ObjectReader", "SourceSettings", "build_source"]
+__all__ = [
+    "BuiltSource",
+    "ConfigMapsCatalogSource",
+    "ObjectReader",
+    "SourceSettings",
+    "build_source",
+]
 
 ObjectReader = Callable[[str, str], Mapping[str, Any] | None]
 """``read(kind, name)``: the ``ConfigMap`` or ``Secret`` called ``name`` in pivoter's namespace,
@@ -96,7 +108,7 @@ def build_source(
         names = [str((ref or {}).get("name") or "") for ref in spec.get("configMaps") or []]
         if not names or not all(names):
             raise InvalidCatalog("spec.source.configMaps must name at least one ConfigMap")
-        source = ConfigMapsSource(names, read, name=catalog_name)
+        source = ConfigMapsCatalogSource(names, read, name=catalog_name)
         return BuiltSource(source, _key(kind, names), f"ConfigMaps {', '.join(names)}")
     raise InvalidCatalog(f"spec.source.type {kind!r} is not one of grpc, http, image, configMaps")
 
@@ -192,7 +204,7 @@ def _http(
             insecure_send_token=bool(spec.get("insecureSendToken")),
             token_opt_in="spec.source.http.insecureSendToken",
         )
-    except SourceError as exc:
+    except CatalogSourceError as exc:
         raise InvalidCatalog(f"spec.source.http.url: {exc.reason}") from exc
     key = _key(
         "http",
@@ -237,7 +249,7 @@ def _image(
     return BuiltSource(source, key, f"image {ref}")
 
 
-class ConfigMapsSource:
+class ConfigMapsCatalogSource:
     """A catalog whose files are the keys of ConfigMaps (read fresh on every fetch)."""
 
     def __init__(self, names: Sequence[str], read: ObjectReader, *, name: str = "") -> None:

@@ -87,7 +87,7 @@ def _message_class(full_name: str) -> Any:
     return getattr(api, full_name.removeprefix("api."))
 
 
-class RegistryServicer:
+class SnapshotRegistryServicer:
     """``api.Registry`` over the current catalog snapshot."""
 
     def __init__(self, view: ViewGetter) -> None:
@@ -182,7 +182,7 @@ class RegistryServicer:
         yield from self._view().list_bundles()
 
 
-class ExperimentalRegistryServicer:
+class SnapshotExperimentalRegistryServicer:
     """``api.ExperimentalRegistry``: custom-schema objects, for clients that acknowledge it."""
 
     def __init__(self, view: ViewGetter) -> None:
@@ -274,8 +274,10 @@ def build_server(
     marker = StaleMarker(stale) if stale is not None else None
     server.add_generic_rpc_handlers(
         (
-            _generic_handler("Registry", RegistryServicer(view), marker),
-            _generic_handler("ExperimentalRegistry", ExperimentalRegistryServicer(view), marker),
+            _generic_handler("Registry", SnapshotRegistryServicer(view), marker),
+            _generic_handler(
+                "ExperimentalRegistry", SnapshotExperimentalRegistryServicer(view), marker
+            ),
         )
     )
     health_pb2_grpc.add_HealthServicer_to_server(_AlwaysServing(max_watches=max_watches), server)

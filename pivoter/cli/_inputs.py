@@ -2,7 +2,7 @@
 reaching the cluster and reading the input's revisions (their flags:
 :func:`pivoter.cli.commands._common.add_input_arguments`).
 
-``INPUT`` is read by :class:`pivoter.cli.flags.InputSpec` into the kind and the name.
+``INPUT`` is read by :class:`pivoter.cli.flags.InputArgument` into the kind and the name.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from pivoter.cli.commands._common import (
     set_handler,
 )
 from pivoter.cli.exitcodes import ExitCode
-from pivoter.cli.flags import Name, ObjectKey, ObjectRef, Seconds
+from pivoter.cli.flags import Name, NamespacedName, ObjectKey, Seconds
 from pivoter.cli.output import emit, error
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ def register(subparsers: Subparsers) -> None:
     which = adopt.add_mutually_exclusive_group(required=True)
     which.add_argument(
         "--subscription",
-        type=ObjectRef(),
+        type=NamespacedName(),
         metavar="NAMESPACE/NAME",
         help="the OLM v0 Subscription to adopt",
     )
@@ -166,7 +166,7 @@ def _drive(kube: Kube, resolution: str, timeout: float) -> dict[str, str]:
         if progress.done:
             break
         if time.monotonic() > deadline:
-            progress = handover.Progress(
+            progress = handover.AdoptionProgress(
                 progress.step, f"timed out after {timeout:g} s: {progress.message}"
             )
             break

@@ -25,7 +25,7 @@ from pivoter.cli.exitcodes import ExitCode
 from provisioners.unpack import Compression, UnpackError, UnpackLimits, unpack_tar
 from resolver.catalog.errors import CatalogLoadError
 from resolver.catalog.model import Catalog
-from resolver.channeltest.changes import Change, scope_report
+from resolver.channeltest.changes import ChangedFiles, scope_report
 from resolver.channeltest.report import Report
 
 GIT_TIMEOUT = 300.0
@@ -165,7 +165,7 @@ def changed_report(
     """
     listed = listed_files(files_list, directory) if files_list else frozenset()
     if ref is None:
-        return scope_report(now, now_catalog, Change(listed))
+        return scope_report(now, now_catalog, ChangedFiles(listed))
     with since(directory, ref) as found:
         before: Report | None = None
         before_catalog: Catalog | None = None
@@ -178,5 +178,5 @@ def changed_report(
         if before is None:
             before = Report(now.catalog, [])
         return scope_report(
-            now, now_catalog, Change(found.files | listed, ref), before, before_catalog
+            now, now_catalog, ChangedFiles(found.files | listed, ref), before, before_catalog
         )

@@ -89,9 +89,9 @@ def register(subparsers: Subparsers) -> None:
 def _fetch(location: Location, args: argparse.Namespace) -> Catalog:
     """Fetch the catalog of a network source as the remote-source flags say.
 
-    ``--timeout`` is the deadline of the whole fetch. Raises SourceError naming the source when
-    it cannot be read, InvalidCredential when the token file holds no usable token, OSError when
-    it cannot be read.
+    ``--timeout`` is the deadline of the whole fetch. Raises CatalogSourceError naming the source
+    when it cannot be read, InvalidCredential when the token file holds no usable token, OSError
+    when it cannot be read.
     """
     from resolver.catalog.sources import open_source
     from resolver.net import read_token_file
@@ -124,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
     from resolver.catalog.errors import CatalogLoadError
     from resolver.catalog.load import load_directory
     from resolver.catalog.render import encode, objects_in_render_order
-    from resolver.catalog.sources import SourceError
+    from resolver.catalog.sources import CatalogSourceError
     from resolver.net import InvalidCredential
 
     location: Location = args.source
@@ -140,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
     except InvalidCredential as err:  # names the token file, never the token
         error(str(err))
         return int(ExitCode.INVALID)
-    except (SourceError, OSError) as err:  # a source's failure (network, protocol), reported
+    except (CatalogSourceError, OSError) as err:  # a source's failure (network, protocol), reported
         error(str(err))
         return int(ExitCode.FAILURE)
     out = sys.stdout.buffer

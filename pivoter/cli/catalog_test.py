@@ -28,7 +28,7 @@ from pivoter import __version__
 from pivoter.cli import catalog_live
 from pivoter.cli.commands._common import Subparsers, add_command, add_output_flag, set_handler
 from pivoter.cli.exitcodes import ExitCode
-from pivoter.cli.flags import Directory, ExistingPath, GitRef, Name, TextFile
+from pivoter.cli.flags import Directory, ExistingPath, GitRefArgument, Name, TextFile
 from pivoter.cli.output import emit, error
 
 if TYPE_CHECKING:
@@ -101,7 +101,7 @@ def register(subparsers: Subparsers) -> None:
     changed.add_argument(
         "--changed-since",
         metavar="GIT_REF",
-        type=GitRef("--changed-since"),
+        type=GitRefArgument("--changed-since"),
         help="report findings in packages whose files changed since GIT_REF (working tree "
         "included), and findings present now but not at GIT_REF in any package",
     )

@@ -25,7 +25,7 @@ from pivoter.cli.output import emit
 
 if TYPE_CHECKING:
     from resolver.catalog.errors import CatalogLoadError
-    from resolver.catalog.validate import Finding
+    from resolver.catalog.validate import ValidationFinding
 
 __all__ = ["register", "run"]
 
@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
             _human_findings,
         )
         return int(code)
-    found: list[Finding] = validate(catalog)
+    found: list[ValidationFinding] = validate(catalog)
     summary = (
         f"{directory}: {'invalid' if found else 'valid'}: {len(catalog.packages)} packages, "
         f"{len(catalog.channels)} channels, {len(catalog.bundles)} bundles"

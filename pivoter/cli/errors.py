@@ -50,9 +50,9 @@ def describe(exc: BaseException) -> tuple[str, ExitCode] | None:
         if isinstance(exc, KubeError):
             return _one_line(f"the Kubernetes API failed: {exc}"), ExitCode.FAILURE
     if "resolver.catalog.sources.base" in loaded:
-        from resolver.catalog.sources import SourceError
+        from resolver.catalog.sources import CatalogSourceError
 
-        if isinstance(exc, SourceError):
+        if isinstance(exc, CatalogSourceError):
             return _one_line(str(exc)), ExitCode.FAILURE
     if "resolver.catalog.errors" in loaded:
         from resolver.catalog.errors import CatalogLoadError

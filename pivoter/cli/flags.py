@@ -41,7 +41,6 @@ from pivoter.cli.exitcodes import ExitCode
 __all__ = [
     "Address",
     "ArgumentParser",
-    "BindAddress",
     "CatalogChoice",
     "CatalogLocation",
     "CatalogSpec",
@@ -50,16 +49,15 @@ __all__ = [
     "Directory",
     "ExistingPath",
     "FlagError",
-    "GitRef",
+    "GitRefArgument",
     "Host",
     "HostPort",
+    "InputArgument",
     "InputName",
-    "InputSpec",
     "Location",
     "Name",
     "NamespacedName",
     "ObjectKey",
-    "ObjectRef",
     "OutputPath",
     "OutputTarget",
     "PackageChoice",
@@ -475,23 +473,6 @@ class HostPort:
 
 
 @dataclass(frozen=True)
-class BindAddress:
-    """``HOST:PORT``, ``:PORT`` (every interface) or ``0`` (disabled), returned as the text.
-
-    The ``run`` command's, until it reads its addresses as
-    ``HostPort(what, every_interface=True, off=True)`` gives them; then this goes.
-    """
-
-    what: str = "bind address"
-    kind = "bind-address"
-
-    def __call__(self, text: str) -> str:
-        """Check the address and return the text."""
-        HostPort(self.what, every_interface=True, off=True)(text)
-        return text
-
-
-@dataclass(frozen=True)
 class Url:
     """An absolute URL with one of ``schemes`` and a host (``""`` when ``optional``)."""
 
@@ -559,7 +540,7 @@ _GIT_REF = re.compile(r"^[A-Za-z0-9_./@{}~^+-]+$")
 
 
 @dataclass(frozen=True)
-class GitRef:
+class GitRefArgument:
     """A git revision naming one commit: a branch, tag, commit id or ``HEAD~2``/``main^``/
     ``@{u}``; not a range (``a..b``), not ``REV:path``, never starting with ``-`` (it would be
     read as an option). Whether it exists is for git to say when the command runs."""
@@ -594,7 +575,7 @@ class ObjectKey(NamedTuple):
 
 
 @dataclass(frozen=True)
-class ObjectRef:
+class NamespacedName:
     """``NAMESPACE/NAME`` of a Kubernetes object, as an :class:`ObjectKey` (None for ``""`` when
     ``optional``)."""
 
@@ -611,22 +592,6 @@ class ObjectRef:
         Name("dns-label", "namespace")(namespace)
         Name("dns-subdomain", "name")(name)
         return ObjectKey(namespace, name)
-
-
-@dataclass(frozen=True)
-class NamespacedName:
-    """``NAMESPACE/NAME`` of a Kubernetes object, returned as the text (``""`` when ``optional``).
-
-    The ``run`` command's, until it reads :class:`ObjectRef`'s :class:`ObjectKey`; then this goes.
-    """
-
-    optional: bool = False
-    kind = "namespaced-name"
-
-    def __call__(self, text: str) -> str:
-        """Check both parts and return the text."""
-        ObjectRef(self.optional)(text)
-        return text
 
 
 @dataclass(frozen=True)
@@ -667,7 +632,7 @@ class InputName(NamedTuple):
 
 
 @dataclass(frozen=True)
-class InputSpec:
+class InputArgument:
     """``NAME`` (a Resolution) or ``<kind>/NAME`` for any input kind of
     :data:`pivoter.apis.inputs.INPUT_KINDS` (the kind in any case, or plural), whose NAME is a
     Kubernetes object name; refused with exit 3 as the input commands always did."""

@@ -133,9 +133,9 @@ def run(args: argparse.Namespace) -> int:
     """Handle ``pivoter resolve``."""
     from resolver import profiles, resolveset
     from resolver.catalog.errors import CatalogLoadError
-    from resolver.catalog.sources import SourceError, open_source
+    from resolver.catalog.sources import CatalogSourceError, open_source
     from resolver.rules.inputs import (
-        CatalogSource,
+        CatalogInput,
         ResolutionError,
         ResolutionInput,
         Unsatisfiable,
@@ -168,14 +168,14 @@ def run(args: argparse.Namespace) -> int:
             try:
                 source = open_source(location.text, **options)
                 catalog = source.fetch()
-            except SourceError as err:
+            except CatalogSourceError as err:
                 error(str(err))
                 # A directory that exists but does not load is bad input; anything else failed
                 # to read.
                 bad_content = not location.remote and os.path.isdir(location.path)
                 return int(ExitCode.INVALID if bad_content else ExitCode.FAILURE)
             cname = choice.name or catalog.name or location.text
-            sources.append(CatalogSource(cname, catalog, priority=choice.priority))
+            sources.append(CatalogInput(cname, catalog, priority=choice.priority))
             provenance.append([cname, choice.priority, source.digest or location.text])
     except _Invalid as err:
         error(str(err))

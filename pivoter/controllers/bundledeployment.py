@@ -48,7 +48,7 @@ from pivoter.controllers.generatedbundles import (
     desired_bundle,
 )
 from pivoter.controllers.install import (
-    Outcome,
+    InstallResult,
     blocked,
     install,
     installed,
@@ -168,7 +168,7 @@ class BundleDeploymentReconciler:
             return self.kube.get(BUNDLES, name)
         return bundle
 
-    def _converge(self, bd: Object, bundle: Object) -> Outcome:
+    def _converge(self, bd: Object, bundle: Object) -> InstallResult:
         """Pick the action the BundleDeployment's state calls for and run it: none (steady and
         unchanged in the caches), a drift check (steady), or a planned install."""
         wanted = Wanted(bd["metadata"]["name"], bundle["metadata"]["name"], _generation(bd))
@@ -177,7 +177,7 @@ class BundleDeploymentReconciler:
         if steady and self._drift.unchanged(
             wanted, inventory, managed=self.managed, max_age=self.full_check_interval_seconds
         ):
-            return Outcome(refs=inventory, applied=False)
+            return InstallResult(refs=inventory, applied=False)
         api = self._identities.api_for((bd.get("spec") or {}).get("serviceAccount"))
         content = load_content(self.store, bd, bundle, api)
         if steady and not content.rotated:
@@ -189,7 +189,7 @@ class BundleDeploymentReconciler:
 
     def _apply_planned(
         self, api: Kube, bd: Object, wanted: Wanted, content: BundleContent, *, run_hooks: bool
-    ) -> Outcome:
+    ) -> InstallResult:
         """Apply a change someone asked for (install, upgrade, new spec, renewed certificates)."""
         self._drift.invalidate(wanted.name)
         applied = install(
@@ -198,7 +198,7 @@ class BundleDeploymentReconciler:
         # A drift correction that failed half-way (e.g. a CRD gone mid-apply) and was retried
         # as this plain apply is still reported as the correction it is.
         pending = self._drift.pending(wanted)
-        return Outcome(
+        return InstallResult(
             refs=applied.refs,
             applied=True,
             live=applied.live,
@@ -207,7 +207,7 @@ class BundleDeploymentReconciler:
             corrected=pending is not None,
         )
 
-    def _health(self, outcome: Outcome) -> tuple[Condition, list[tuple[ObjectRef, str]]]:
+    def _health(self, outcome: InstallResult) -> tuple[Condition, list[tuple[ObjectRef, str]]]:
         """The ``Healthy`` condition of the installed objects, and the failing ones."""
         # Just applied: the apply's answers are the freshest copies (the caches may lag).
         live = outcome.live
@@ -222,7 +222,7 @@ class BundleDeploymentReconciler:
         _, obj = self.managed.cached(ref)
         return obj
 
-    def _next_look(self, outcome: Outcome, failing: list[tuple[ObjectRef, str]]) -> Result:
+    def _next_look(self, outcome: InstallResult, failing: list[tuple[ObjectRef, str]]) -> Result:
         """When to look again: shortly while an object is still being deleted; while some
         object is unhealthy, after the health interval until the shared caches watch every
         failing one (from then on each change that can heal it queues the BundleDeployment, and

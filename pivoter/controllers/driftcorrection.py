@@ -26,7 +26,7 @@ from pivoter.controllers import drift
 from pivoter.controllers.bundlecontent import BundleContent
 from pivoter.controllers.contentapply import InstallBlocked
 from pivoter.controllers.generatedbundles import KIND
-from pivoter.controllers.install import Outcome, install
+from pivoter.controllers.install import InstallResult, install
 from pivoter.controllers.managedobjects import ManagedObjects
 from pivoter.controllers.reporting import warn
 from pivoter.kube import EventRecorder, Kube, KubeError, Object
@@ -136,19 +136,19 @@ class DriftCorrection:
         *,
         inventory: list[ObjectRef],
         recorder: EventRecorder | None,
-    ) -> Outcome:
+    ) -> InstallResult:
         """Compare the installed objects with ``content`` and do what the report calls for:
         nothing (no drift), a report (``driftPolicy: Report``), a wait for an object still being
         deleted, or a correction (an install without hooks)."""
         report = self._detect(api, wanted, content)
         if not report.drifts:
-            return Outcome(refs=inventory, applied=False)
+            return InstallResult(refs=inventory, applied=False)
         if (bd.get("spec") or {}).get("driftPolicy") == DRIFT_REPORT:
-            return Outcome(refs=inventory, applied=False, report=report)
+            return InstallResult(refs=inventory, applied=False, report=report)
         if report.finalizing:
             # Applying now would write to an object about to vanish; its deletion queues the
             # next reconcile (and the requeue is a safety net).
-            return Outcome(refs=inventory, applied=False, wait=True)
+            return InstallResult(refs=inventory, applied=False, wait=True)
         return self._restore(api, bd, wanted, content, report=report, recorder=recorder)
 
     def _restore(
@@ -160,7 +160,7 @@ class DriftCorrection:
         *,
         report: drift.DriftReport,
         recorder: EventRecorder | None,
-    ) -> Outcome:
+    ) -> InstallResult:
         """Correct ``report``'s drift: an install without hooks. One that fails half-way is
         remembered (:meth:`pending`) and raised."""
         try:
@@ -168,7 +168,7 @@ class DriftCorrection:
         except InstallBlocked:
             self._pending[wanted.name] = _PendingDrift(wanted, report)
             raise
-        return Outcome(
+        return InstallResult(
             refs=applied.refs,
             applied=True,
             notes=applied.notes,
@@ -205,7 +205,7 @@ class DriftCorrection:
 
 
 def drift_conditions(
-    bd: Object, outcome: Outcome, recorder: EventRecorder | None
+    bd: Object, outcome: InstallResult, recorder: EventRecorder | None
 ) -> list[Condition]:
     """Event and ``Drifted`` condition for the drift ``outcome`` found (none: it stays)."""
     current = find((bd.get("status") or {}).get("conditions"), TYPE_DRIFTED)

@@ -3,11 +3,11 @@
 
 Steps 2 and 3 of :mod:`pivoter.controllers.bundledeployment`: until the wanted Bundle is
 unpacked the previous content keeps running (:func:`waiting_for`); once it is, :func:`install`
-applies its content (:mod:`pivoter.controllers.contentapply`) over the inventory, for an install,
-an upgrade or a drift correction, and the API server's warnings become Warning Events. After an
-apply :func:`installed` moves ``activeBundle`` and the inventory; an install that stopped is
-:func:`blocked`: what it created joins the inventory (so the next apply or the uninstall prunes
-it) and the conditions say where it stopped. :class:`Outcome` is what one reconcile's install or
+applies its content (:mod:`pivoter.controllers.contentapply`) over the inventory, for an install, an
+upgrade or a drift correction, and the API server's warnings become Warning Events. After an apply
+:func:`installed` moves ``activeBundle`` and the inventory; an install that stopped is
+:func:`blocked`: what it created joins the inventory (so the next apply or the uninstall prunes it)
+and the conditions say where it stopped. :class:`InstallResult` is what one reconcile's install or
 drift check did, read by the conditions of each.
 """
 
@@ -28,7 +28,7 @@ from pivoter.kube import EventRecorder, Kube, Object
 from provisioners.apply.objects import ObjectRef
 
 __all__ = [
-    "Outcome",
+    "InstallResult",
     "blocked",
     "install",
     "installed",
@@ -39,7 +39,7 @@ __all__ = [
 
 
 @dataclass(slots=True)
-class Outcome:
+class InstallResult:
     """What one converge did: the installed objects, whether it applied, and drift found."""
 
     refs: list[ObjectRef]
@@ -119,7 +119,7 @@ def unpacked(bundle_name: str) -> Condition:
     )
 
 
-def installed(status: dict[str, Any], bundle_name: str, outcome: Outcome) -> list[Condition]:
+def installed(status: dict[str, Any], bundle_name: str, outcome: InstallResult) -> list[Condition]:
     """After an apply: ``activeBundle`` and the inventory move to ``bundle_name`` and
     ``Installed`` says so (nothing applied: they stay)."""
     if not outcome.applied:

@@ -158,7 +158,7 @@ def _catalogs_and_inputs(
                 cache=cache,
                 store=revisions,
                 preparer=preparer,
-                settings=platformoperators.Settings(
+                settings=platformoperators.PlatformOperatorSettings(
                     service_account=(
                         {"namespace": account[0], "name": account[1]} if account else None
                     )

@@ -24,13 +24,13 @@ from provisioners.apply.kubeerrors import (
     error_for,
     from_api_exception,
 )
-from provisioners.apply.resources import GVK, Resource, split_api_version
+from provisioners.apply.resources import ApiVersionKind, Resource, split_api_version
 
 __all__ = [
     "APPLY_PATCH",
     "DEFAULT_FIELD_MANAGER",
-    "GVK",
     "MERGE_PATCH",
+    "ApiVersionKind",
     "Conflict",
     "EventRecorder",
     "Forbidden",

@@ -17,11 +17,11 @@ from pivoter.olmv0 import controller, handover, mapping, undo
 from pivoter.olmv0.plan import plan_for
 from pivoter.olmv0.refusals import namespace_refusals, refusals
 from pivoter.olmv0.resources import SUBSCRIPTIONS
-from pivoter.olmv0.survey import Installed, NamespaceSurvey, survey
+from pivoter.olmv0.survey import InstalledOperator, NamespaceSurvey, survey
 
 __all__ = [
     "SUBSCRIPTIONS",
-    "Installed",
+    "InstalledOperator",
     "NamespaceSurvey",
     "controller",
     "handover",

@@ -59,7 +59,7 @@ from pivoter.olmv0.resources import (
     OPERATOR_CONDITIONS,
     SUBSCRIPTIONS,
 )
-from pivoter.olmv0.survey import Installed
+from pivoter.olmv0.survey import InstalledOperator
 from pivoter.pivot import Children, ChildState, Phase, state_of
 from pivoter.resolutions.record import Record
 from pivoter.resolvesets import InputRef
@@ -70,7 +70,7 @@ __all__ = [
     "INSTALLING",
     "PLANNING",
     "RELEASING",
-    "Progress",
+    "AdoptionProgress",
     "advance",
     "start",
     "step_hook",
@@ -89,7 +89,7 @@ OLM_LABELS = (LABEL_OWNER, LABEL_OWNER_NAMESPACE, LABEL_OWNER_KIND)
 
 
 @dataclass(frozen=True)
-class Progress:
+class AdoptionProgress:
     """Where one adoption stands after a call to :func:`advance`."""
 
     step: str
@@ -101,7 +101,7 @@ class Progress:
         return self.step in (ADOPTED, FAILED)
 
 
-def start(kube: Kube, installed: Installed, name: str) -> Object:
+def start(kube: Kube, installed: InstalledOperator, name: str) -> Object:
     """Create the paused Resolution that adopts ``installed`` (or return the existing one)."""
     body = resolution_for(
         installed,
@@ -174,11 +174,11 @@ def _delete(kube: Kube, resource: Any, name: str, namespace: str, **options: str
     return False
 
 
-def _plan(kube: Kube, res: Object) -> Progress:
+def _plan(kube: Kube, res: Object) -> AdoptionProgress:
     name = res["metadata"]["name"]
     resolved = _condition(res, TYPE_RESOLVED)
     if resolved.get("observedGeneration") != res["metadata"].get("generation"):
-        return Progress(PLANNING, "waiting for the Resolution to resolve")
+        return AdoptionProgress(PLANNING, "waiting for the Resolution to resolve")
     csv = _annotations(res)[ANNOTATION_CSV]
     resolution = Record.from_status(res.get("status")).resolution
     if resolution is not None and not resolution.ok:
@@ -188,11 +188,11 @@ def _plan(kube: Kube, res: Object) -> Progress:
         )
         with contextlib.suppress(NotFound):
             kube.delete(RESOLUTIONS, name)
-        return Progress(FAILED, message)
+        return AdoptionProgress(FAILED, message)
     selection = (res.get("status") or {}).get("selection") or []
     bundles = [s.get("bundle") for s in selection]
     if resolution is None or not selection:
-        return Progress(PLANNING, "waiting for the Resolution to resolve")
+        return AdoptionProgress(PLANNING, "waiting for the Resolution to resolve")
     if bundles != [csv]:
         message = (
             f"the catalogs resolve to {', '.join(str(b) for b in bundles)}, not the installed "
@@ -200,12 +200,12 @@ def _plan(kube: Kube, res: Object) -> Progress:
         )
         with contextlib.suppress(NotFound):
             kube.delete(RESOLUTIONS, name)
-        return Progress(FAILED, message)
+        return AdoptionProgress(FAILED, message)
     _record(kube, name, INSTALLING)
     return _install(kube, kube.get(RESOLUTIONS, name))
 
 
-def _install(kube: Kube, res: Object) -> Progress:
+def _install(kube: Kube, res: Object) -> AdoptionProgress:
     name = res["metadata"]["name"]
     namespace, subscription = _subscription(res)
     for plan in kube.list(INSTALL_PLANS, namespace)[0]:
@@ -222,7 +222,7 @@ def _install(kube: Kube, res: Object) -> Progress:
                 name,
                 {"metadata": {"annotations": {quiet.ANNOTATION_QUIET: seen.annotation}}},
             )
-            return Progress(
+            return AdoptionProgress(
                 INSTALLING,
                 f"waiting for OLM v0 to stop writing the objects of {csv} "
                 f"({seen.waited:.0f}/{quiet.QUIET_SECONDS:.0f} s unchanged)",
@@ -235,14 +235,16 @@ def _install(kube: Kube, res: Object) -> Progress:
     pivot = Record.from_status(res.get("status")).pivot
     if pivot is not None and pivot.phase in (Phase.FAILED, Phase.ROLLED_BACK):
         progressing = _condition(res, TYPE_PROGRESSING)
-        return Progress(
+        return AdoptionProgress(
             INSTALLING,
             f"the pivot that adopts failed: {progressing.get('message', '')}; OLM v0's CSV still "
             "runs the operator; fix the cause and retry (pivoter.io/retry-now)",
         )
     if not children or any(s != ChildState.READY for s, _, _ in states.values()):
         detail = "; ".join(f"{p}: {s.value} {m}" for p, (s, _, m) in states.items())
-        return Progress(INSTALLING, f"waiting for the child to be installed and healthy {detail}")
+        return AdoptionProgress(
+            INSTALLING, f"waiting for the child to be installed and healthy {detail}"
+        )
     _record(kube, name, RELEASING)
     return _release(kube, kube.get(RESOLUTIONS, name))
 
@@ -279,7 +281,7 @@ def _strip(kube: Kube, ref: Any) -> None:
         kube.merge_patch(resource, ref.name, {"metadata": patch}, ref.namespace or None)
 
 
-def _release(kube: Kube, res: Object) -> Progress:
+def _release(kube: Kube, res: Object) -> AdoptionProgress:
     name = res["metadata"]["name"]
     namespace, _ = _subscription(res)
     csv = _annotations(res)[ANNOTATION_CSV]
@@ -292,7 +294,7 @@ def _release(kube: Kube, res: Object) -> Progress:
     gone = _delete(kube, CSVS, csv, namespace)
     _delete(kube, OPERATOR_CONDITIONS, csv, namespace)
     if not gone:
-        return Progress(RELEASING, f"waiting for OLM v0 to let go of CSV {csv}")
+        return AdoptionProgress(RELEASING, f"waiting for OLM v0 to let go of CSV {csv}")
     res = kube.merge_patch(
         RESOLUTIONS,
         name,
@@ -304,31 +306,31 @@ def _release(kube: Kube, res: Object) -> Progress:
             },
         },
     )
-    return Progress(ADOPTED, f"Subscription {namespace}/{_subscription(res)[1]} is adopted")
+    return AdoptionProgress(ADOPTED, f"Subscription {namespace}/{_subscription(res)[1]} is adopted")
 
 
 def _unpinned(package: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in package.items() if k != "versionRange"}
 
 
-STEPS: dict[str, Callable[[Kube, Object], Progress]] = {
+STEPS: dict[str, Callable[[Kube, Object], AdoptionProgress]] = {
     PLANNING: _plan,
     INSTALLING: _install,
     RELEASING: _release,
 }
 
 
-def advance(kube: Kube, name: str) -> Progress:
+def advance(kube: Kube, name: str) -> AdoptionProgress:
     """Do what the adoption recorded on Resolution ``name`` needs next (idempotent)."""
     try:
         res = kube.get(RESOLUTIONS, name)
     except NotFound:
-        return Progress(FAILED, f"Resolution {name} does not exist")
+        return AdoptionProgress(FAILED, f"Resolution {name} does not exist")
     annotations = _annotations(res)
     step = annotations.get(ANNOTATION_ADOPTION, "")
     if step == ADOPTED:
-        return Progress(ADOPTED, "adopted")
+        return AdoptionProgress(ADOPTED, "adopted")
     action = STEPS.get(step)
     if action is None:
-        return Progress(FAILED, f"Resolution {name} records no adoption step")
+        return AdoptionProgress(FAILED, f"Resolution {name} records no adoption step")
     return action(kube, res)

@@ -30,7 +30,7 @@ from typing import Any
 
 from pivoter.apis import pivoter as pivoter_api
 from pivoter.olmv0.refusals import DEPLOYMENT_CONFIG_KEYS
-from pivoter.olmv0.survey import Installed, target_namespaces
+from pivoter.olmv0.survey import InstalledOperator, target_namespaces
 from provisioners.formats.registry_v1.names import bounded_name
 from resolver import safedata
 
@@ -62,7 +62,7 @@ def resolution_name(namespace: str, subscription: str) -> str:
 
 
 def package_config(
-    installed: Installed, object_names: Mapping[str, str] | None = None
+    installed: InstalledOperator, object_names: Mapping[str, str] | None = None
 ) -> dict[str, Any]:
     """The registry+v1 configuration of the adopted package's BundleDeployment
     (``object_names``: the names OLM v0 gave generated objects, :mod:`pivoter.olmv0.names`)."""
@@ -78,14 +78,14 @@ def package_config(
     return config
 
 
-def _service_account(installed: Installed) -> dict[str, str] | None:
+def _service_account(installed: InstalledOperator) -> dict[str, str] | None:
     group = installed.operator_groups[0] if installed.operator_groups else {}
     account = str((group.get("spec") or {}).get("serviceAccountName") or "")
     return {"name": account, "namespace": installed.namespace} if account else None
 
 
 def resolution_for(
-    installed: Installed,
+    installed: InstalledOperator,
     *,
     name: str,
     adoption_step: str,

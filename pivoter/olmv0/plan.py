@@ -22,12 +22,12 @@ from pivoter.olmv0.resources import (
     OWNED_CLUSTER,
     OWNED_NAMESPACED,
 )
-from pivoter.olmv0.survey import Installed, target_namespaces
+from pivoter.olmv0.survey import InstalledOperator, target_namespaces
 
 __all__ = ["plan_for"]
 
 
-def _olm_owned(kube: Kube, installed: Installed) -> list[str]:
+def _olm_owned(kube: Kube, installed: InstalledOperator) -> list[str]:
     csv = installed.installed_csv
     selector = f"{LABEL_OWNER}={csv},{LABEL_OWNER_NAMESPACE}={installed.namespace}"
     found: list[str] = []
@@ -55,7 +55,7 @@ def _olm_owned(kube: Kube, installed: Installed) -> list[str]:
     return found
 
 
-def plan_for(kube: Kube, installed: Installed) -> dict[str, Any]:
+def plan_for(kube: Kube, installed: InstalledOperator) -> dict[str, Any]:
     """The plan for adopting ``installed`` (which passed the refusal checks)."""
     name = resolution_name(installed.namespace, installed.name)
     resolution = resolution_for(installed, name=name, adoption_step="Planning")

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pivoter.olmv0.survey import Installed, NamespaceSurvey, target_namespaces
+from pivoter.olmv0.survey import InstalledOperator, NamespaceSurvey, target_namespaces
 
 __all__ = [
     "DEPLOYMENT_CONFIG_KEYS",
@@ -84,7 +84,7 @@ def _plan_reason(plan: Mapping[str, Any]) -> str | None:
     )
 
 
-def _group_reasons(installed: Installed) -> list[str]:
+def _group_reasons(installed: InstalledOperator) -> list[str]:
     groups = installed.operator_groups
     if not groups:
         return [
@@ -108,7 +108,7 @@ def _group_reasons(installed: Installed) -> list[str]:
     return []
 
 
-def _phase_reasons(installed: Installed) -> list[str]:
+def _phase_reasons(installed: InstalledOperator) -> list[str]:
     """Why the CSV's phase does not allow an adoption."""
     csv = installed.csv
     if csv is None:
@@ -130,7 +130,7 @@ def _phase_reasons(installed: Installed) -> list[str]:
     return []
 
 
-def refusals(installed: Installed) -> list[str]:
+def refusals(installed: InstalledOperator) -> list[str]:
     """Why ``installed`` cannot be adopted safely (empty: it can)."""
     where = f"Subscription {installed.ref}"
     reasons = _group_reasons(installed)

@@ -1,4 +1,5 @@
-"""What OLM v0 installed in a namespace, read once: one :class:`Installed` per Subscription.
+"""What OLM v0 installed in a namespace, read once: one :class:`InstalledOperator` per
+Subscription.
 
 :func:`survey` reads the Subscriptions (all of a namespace, or one), their installed CSVs, the
 namespace's OperatorGroups, the InstallPlans that belong to each Subscription and the CSVs no
@@ -22,14 +23,14 @@ from pivoter.olmv0.resources import (
     SUBSCRIPTIONS,
 )
 
-__all__ = ["Installed", "NamespaceSurvey", "survey", "target_namespaces"]
+__all__ = ["InstalledOperator", "NamespaceSurvey", "survey", "target_namespaces"]
 
 COPIED_LABEL = "olm.copiedFrom"
 """On a copy OLM v0 makes of a CSV in each target namespace (never adopted itself)."""
 
 
 @dataclass(frozen=True)
-class Installed:
+class InstalledOperator:
     """One Subscription and what OLM v0 installed for it."""
 
     namespace: str
@@ -86,7 +87,7 @@ class NamespaceSurvey:
     """Every Subscription of one namespace, and the CSVs none of them installed."""
 
     namespace: str
-    installed: tuple[Installed, ...]
+    installed: tuple[InstalledOperator, ...]
     unsubscribed: tuple[str, ...] = field(default=())
     """CSVs of the namespace (not copies) that no Subscription names as installed."""
 
@@ -118,7 +119,7 @@ def survey(kube: Kube, namespace: str, subscription: str = "") -> NamespaceSurve
     plans, _ = kube.list(INSTALL_PLANS, namespace)
     csvs, _ = kube.list(CSVS, namespace)
     by_name = {str(c["metadata"]["name"]): c for c in csvs}
-    found: list[Installed] = []
+    found: list[InstalledOperator] = []
     for sub in sorted(subscriptions, key=lambda s: str(s["metadata"]["name"])):
         name = str(sub["metadata"]["name"])
         status = sub.get("status") or {}
@@ -132,7 +133,7 @@ def survey(kube: Kube, namespace: str, subscription: str = "") -> NamespaceSurve
             except NotFound:
                 csv = None
         found.append(
-            Installed(
+            InstalledOperator(
                 namespace=namespace,
                 subscription=sub,
                 csv=csv,

@@ -12,10 +12,10 @@ from pivoter.olmv1.extensions import (
     ANNOTATION_AUTO_ROLLBACK,
     ANNOTATION_DEPENDENCIES,
     ANNOTATION_HISTORY_LIMIT,
-    Settings,
+    ExtensionSettings,
     extension_spec,
 )
-from pivoter.olmv1.mode import Decision, Mode, OlmV1Error, decide
+from pivoter.olmv1.mode import Mode, ModeDecision, OlmV1Error, decide
 from pivoter.olmv1.setup import OlmV1, cluster_extension_kind, setup
 from pivoter.olmv1.status import extension_status
 
@@ -25,12 +25,12 @@ __all__ = [
     "ANNOTATION_DEPENDENCIES",
     "ANNOTATION_HISTORY_LIMIT",
     "ClusterCatalogReconciler",
-    "Decision",
+    "ExtensionSettings",
     "Mode",
+    "ModeDecision",
     "OlmV1",
     "OlmV1Error",
     "ServedCatalogs",
-    "Settings",
     "cache_name",
     "cluster_extension_kind",
     "decide",

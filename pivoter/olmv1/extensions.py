@@ -1,7 +1,6 @@
-"""A ClusterExtension read as a pivoter input: :func:`extension_spec` turns the object, read
-through its typed view (:class:`pivoter.apis.views.ClusterExtension`, which names the field of an
-object it cannot read), into the :class:`~pivoter.resolutions.InputSpec` the shared engine works
-from.
+"""A ClusterExtension read as a pivoter input: :func:`extension_spec` turns the object, read through
+its typed view (:class:`pivoter.apis.views.ClusterExtensionView`, which names the field of an object
+it cannot read), into the :class:`~pivoter.resolutions.InputSpec` the shared engine works from.
 
 Every upstream field keeps its meaning (docs/olm-v1.md has the table):
 
@@ -42,7 +41,7 @@ from pivoter.apis.views import (
     ANNOTATION_AUTO_ROLLBACK,
     ANNOTATION_DEPENDENCIES,
     ANNOTATION_HISTORY_LIMIT,
-    ClusterExtension,
+    ClusterExtensionView,
 )
 from pivoter.pivot import ChildSettings
 from pivoter.resolutions import InputSpec
@@ -62,7 +61,7 @@ __all__ = [
     "DEFAULT_DEADLINE_MINUTES",
     "INVALID_CONFIGURATION",
     "OLMV1_PROFILE",
-    "Settings",
+    "ExtensionSettings",
     "extension_spec",
     "package_of",
 ]
@@ -78,7 +77,7 @@ INVALID_CONFIGURATION = "invalidConfiguration"
 
 
 @dataclass(frozen=True, slots=True)
-class Settings:
+class ExtensionSettings:
     """How every ClusterExtension is installed when it names no service account (a flag of
     ``pivoter run``; None: the daemon's own identity)."""
 
@@ -88,14 +87,16 @@ class Settings:
 def package_of(obj: Mapping[str, object]) -> str:
     """``spec.source.catalog.packageName`` (raises
     :class:`~pivoter.apis.views.FieldError` when the object cannot be read)."""
-    return ClusterExtension.parse(obj).catalog.package_name
+    return ClusterExtensionView.parse(obj).catalog.package_name
 
 
-def extension_spec(obj: Mapping[str, object], settings: Settings | None = None) -> InputSpec:
+def extension_spec(
+    obj: Mapping[str, object], settings: ExtensionSettings | None = None
+) -> InputSpec:
     """The :class:`InputSpec` of a ``ClusterExtension`` object (its view: raises
     :class:`~pivoter.apis.views.FieldError` for a field it cannot read)."""
-    settings = settings or Settings()
-    view = ClusterExtension.parse(obj)
+    settings = settings or ExtensionSettings()
+    view = ClusterExtensionView.parse(obj)
     catalog = view.catalog
     namespace = view.namespace
     request = PackageRequest(

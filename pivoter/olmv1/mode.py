@@ -30,7 +30,7 @@ from pivoter.apis import olmv1
 from pivoter.apis.resources import CRDS, LEASES
 from pivoter.kube import Forbidden, Kube, KubeError, NotFound, Object
 
-__all__ = ["OLM_LEASES", "Decision", "Mode", "OlmV1Error", "decide"]
+__all__ = ["OLM_LEASES", "Mode", "ModeDecision", "OlmV1Error", "decide"]
 
 log = logging.getLogger(__name__)
 
@@ -52,17 +52,19 @@ class OlmV1Error(Exception):
 
 
 @dataclass(frozen=True, slots=True)
-class Decision:
+class ModeDecision:
     """The outcome: serve or not, and why (logged at start)."""
 
     serve: bool
     reason: str
 
 
-def decide(kube: Kube, mode: Mode, *, clock: Callable[[], dt.datetime] | None = None) -> Decision:
+def decide(
+    kube: Kube, mode: Mode, *, clock: Callable[[], dt.datetime] | None = None
+) -> ModeDecision:
     """Decide whether to serve OLM v1's APIs (see the module docstring)."""
     if mode is Mode.READ:
-        return Decision(
+        return ModeDecision(
             False, "--olmv1=read: ClusterCatalogs are only read, ClusterExtensions ignored"
         )
     crds = {name: _crd(kube, name) for name in CRD_NAMES}
@@ -73,9 +75,9 @@ def decide(kube: Kube, mode: Mode, *, clock: Callable[[], dt.datetime] | None = 
                 f"--olmv1=serve: the CRD {', '.join(missing)} is not installed "
                 "(kubectl apply -f crds/olmv1/)"
             )
-        return Decision(True, "--olmv1=serve")
+        return ModeDecision(True, "--olmv1=serve")
     if missing:
-        return Decision(False, f"the CRD {', '.join(missing)} is not installed")
+        return ModeDecision(False, f"the CRD {', '.join(missing)} is not installed")
     foreign = sorted(
         name
         for name, crd in crds.items()
@@ -83,15 +85,15 @@ def decide(kube: Kube, mode: Mode, *, clock: Callable[[], dt.datetime] | None = 
         not in ((crd or {}).get("metadata") or {}).get("annotations", {})
     )
     if foreign:
-        return Decision(
+        return ModeDecision(
             False,
             f"the CRD {', '.join(foreign)} was not installed from pivoter's crds/olmv1/ (no "
             f"{olmv1.ANNOTATION_CRD_SOURCE} annotation): OLM v1 serves these APIs",
         )
     holder = _olm_lease_holder(kube, clock or (lambda: dt.datetime.now(dt.UTC)))
     if holder:
-        return Decision(False, f"{holder}: OLM v1 runs on this cluster")
-    return Decision(True, "pivoter's OLM v1 CRDs are installed and no OLM v1 controller runs")
+        return ModeDecision(False, f"{holder}: OLM v1 runs on this cluster")
+    return ModeDecision(True, "pivoter's OLM v1 CRDs are installed and no OLM v1 controller runs")
 
 
 def _crd(kube: Kube, name: str) -> Object | None:

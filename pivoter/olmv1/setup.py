@@ -21,7 +21,7 @@ from pivoter.catalogs import CatalogCache, SourceSettings
 from pivoter.catalogserver.httpserver import CatalogHTTPServer
 from pivoter.kube import EventRecorder
 from pivoter.olmv1.clustercatalogs import ClusterCatalogReconciler, ServedCatalogs
-from pivoter.olmv1.extensions import Settings, extension_spec
+from pivoter.olmv1.extensions import ExtensionSettings, extension_spec
 from pivoter.olmv1.status import status_function
 from pivoter.pivot import Preparer
 from pivoter.resolutions import InputReconciler, Kind
@@ -44,7 +44,7 @@ CATALOG_CONTROLLER = "clustercatalogs"
 EXTENSION_CONTROLLER = "clusterextensions"
 
 
-def cluster_extension_kind(cache: CatalogCache, settings: Settings | None = None) -> Kind:
+def cluster_extension_kind(cache: CatalogCache, settings: ExtensionSettings | None = None) -> Kind:
     """How the shared reconciler reads and writes ClusterExtensions (deletion always removes what
     the extension installed, as OLM v1's does)."""
 
@@ -98,7 +98,7 @@ def setup(
     preparer: Preparer,
     base_url: str,
     source_settings: SourceSettings,
-    settings: Settings | None = None,
+    settings: ExtensionSettings | None = None,
     recorder: EventRecorder | None = None,
     workers: int = 2,
     extensions: bool = True,

@@ -29,7 +29,7 @@ from typing import Any
 
 from pivoter.apis import olmv1
 from pivoter.apis.conditions import FALSE, TRUE, Condition, set_condition, set_conditions
-from pivoter.apis.views import ClusterExtension
+from pivoter.apis.views import ClusterExtensionView
 from pivoter.catalogs import CatalogCache
 from pivoter.olmv1.deprecation import deprecation_conditions
 from pivoter.olmv1.extensions import INVALID_CONFIGURATION, extension_spec, package_of
@@ -150,7 +150,7 @@ def _deprecations(
         entry = _entry(out.active_document, package)
     deprecation = deprecation_of(entry.catalog, package) if entry is not None else None
     known = entry is not None and deprecation is not _NO_CATALOG
-    channels = ClusterExtension.parse(obj).catalog.channels
+    channels = ClusterExtensionView.parse(obj).catalog.channels
     return deprecation_conditions(
         deprecation if isinstance(deprecation, Deprecation) else None,
         has_catalog_data=known,

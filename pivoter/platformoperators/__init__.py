@@ -3,7 +3,7 @@ grouped pivot path: :func:`setup` registers the controller for ``pivoter run``."
 
 from pivoter.platformoperators.controller import (
     CONTROLLER_NAME,
-    Settings,
+    PlatformOperatorSettings,
     platform_operator_kind,
     setup,
 )
@@ -11,7 +11,7 @@ from pivoter.platformoperators.status import installed_condition, platform_opera
 
 __all__ = [
     "CONTROLLER_NAME",
-    "Settings",
+    "PlatformOperatorSettings",
     "installed_condition",
     "platform_operator_kind",
     "platform_operator_status",

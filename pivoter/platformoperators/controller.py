@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pivoter.apis.resources import PLATFORM_OPERATORS
-from pivoter.apis.views import PlatformOperator
+from pivoter.apis.views import PlatformOperatorView
 from pivoter.catalogs import CatalogCache
 from pivoter.kube import EventRecorder
 from pivoter.pivot import Preparer
@@ -26,26 +26,32 @@ from pivoter.resolvesets import InputRef, RevisionStore
 from pivoter.runtime.manager import Manager
 from resolver.rules.inputs import PackageRequest
 
-__all__ = ["CONTROLLER_NAME", "PLATFORM_OPERATORS", "Settings", "platform_operator_kind", "setup"]
+__all__ = [
+    "CONTROLLER_NAME",
+    "PLATFORM_OPERATORS",
+    "PlatformOperatorSettings",
+    "platform_operator_kind",
+    "setup",
+]
 
 CONTROLLER_NAME = "platformoperators"
 
 
 @dataclass(frozen=True, slots=True)
-class Settings:
+class PlatformOperatorSettings:
     """How every PlatformOperator is installed (flags of ``pivoter run``)."""
 
     service_account: Mapping[str, str] | None = None
     catalog_selector: Mapping[str, Any] | None = None
 
 
-def platform_operator_kind(settings: Settings) -> Kind:
+def platform_operator_kind(settings: PlatformOperatorSettings) -> Kind:
     """How the shared reconciler reads and writes PlatformOperators."""
 
     def spec_of(obj: Mapping[str, object]) -> InputSpec:
         """The object through its view (:class:`~pivoter.apis.views.FieldError` for a field it
         cannot read); the rest is how this daemon installs every PlatformOperator."""
-        view = PlatformOperator.parse(obj)
+        view = PlatformOperatorView.parse(obj)
         return InputSpec(
             ref=InputRef("PlatformOperator", view.meta.name),
             requests=(PackageRequest(package=view.package),),
@@ -66,14 +72,14 @@ def setup(
     cache: CatalogCache,
     store: RevisionStore,
     preparer: Preparer,
-    settings: Settings | None = None,
+    settings: PlatformOperatorSettings | None = None,
     recorder: EventRecorder | None = None,
     workers: int = 1,
 ) -> InputReconciler:
     """Register the PlatformOperator controller; return its reconciler."""
     return register(
         manager,
-        platform_operator_kind(settings or Settings()),
+        platform_operator_kind(settings or PlatformOperatorSettings()),
         name=CONTROLLER_NAME,
         cache=cache,
         store=store,

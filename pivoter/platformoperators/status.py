@@ -14,7 +14,7 @@ from typing import Any
 
 from pivoter.apis import platform
 from pivoter.apis.conditions import FALSE, TRUE, Condition, set_conditions
-from pivoter.apis.views import PlatformOperator
+from pivoter.apis.views import PlatformOperatorView
 from pivoter.pivot import ChildState, child_name
 from pivoter.resolutions.engine import Outcome
 from pivoter.resolutions.status import shared_dependencies, up_to_date
@@ -63,7 +63,7 @@ def platform_operator_status(
 ) -> dict[str, Any]:
     """The status of a PlatformOperator (a merge patch: None removes a field)."""
     name = str(obj["metadata"]["name"])
-    package = PlatformOperator.parse(obj).package
+    package = PlatformOperatorView.parse(obj).package
     conditions: list[dict[str, Any]] = [
         dict(c) for c in (obj.get("status") or {}).get("conditions") or []
     ]

@@ -1,12 +1,12 @@
 """Resolutions: from catalogs to ResolveSet revisions to grouped pivots, for every input kind.
 
 The ``Resolution`` controller (:func:`setup`) and the machinery the PlatformOperator controller
-shares: :class:`Engine` (the pivoter loop), :class:`InputReconciler` (fetch, delete, status),
+shares: :class:`InputEngine` (the pivoter loop), :class:`InputReconciler` (fetch, delete, status),
 :class:`InputSpec` and :class:`Record`. See docs/pivot.md.
 """
 
 from pivoter.resolutions.controller import CONTROLLER_NAME, children_of, resolution_kind, setup
-from pivoter.resolutions.engine import Engine, Outcome
+from pivoter.resolutions.engine import InputEngine, Outcome
 from pivoter.resolutions.inputs import FINALIZER, InputReconciler, Kind
 from pivoter.resolutions.plan import plan, summary
 from pivoter.resolutions.record import Record
@@ -24,7 +24,7 @@ __all__ = [
     "ANNOTATION_RETRY",
     "CONTROLLER_NAME",
     "FINALIZER",
-    "Engine",
+    "InputEngine",
     "InputReconciler",
     "InputSpec",
     "Kind",

@@ -19,7 +19,7 @@ from pivoter.apis.conditions import TRUE, find
 from pivoter.apis.resources import CATALOGS, CLUSTER_CATALOGS
 from pivoter.catalogs import CatalogCache
 from pivoter.kube import Kube, NotFound, Object
-from resolver.rules.inputs import CatalogSource
+from resolver.rules.inputs import CatalogInput
 
 __all__ = [
     "CLUSTER_CATALOG",
@@ -75,7 +75,7 @@ def _cluster_catalogs(kube: Kube, selector: Mapping[str, Any] | None) -> list[Ob
 
 def gather(
     kube: Kube, cache: CatalogCache, selector: Mapping[str, Any] | None, *, kind: str = "Catalog"
-) -> list[tuple[CatalogSource, str]]:
+) -> list[tuple[CatalogInput, str]]:
     """The catalogs to resolve from, highest priority first, each with its content digest."""
     if kind == CLUSTER_CATALOG:
         wanted = {
@@ -83,7 +83,7 @@ def gather(
         }
         return [
             (
-                CatalogSource(name.partition("/")[2], entry.catalog, priority=entry.priority),
+                CatalogInput(name.partition("/")[2], entry.catalog, priority=entry.priority),
                 entry.digest,
             )
             for name, entry in cache.by_priority()
@@ -95,7 +95,7 @@ def gather(
         wanted = {str(c["metadata"]["name"]) for c in items}
         entries = [(name, entry) for name, entry in entries if name in wanted]
     return [
-        (CatalogSource(name, entry.catalog, priority=entry.priority), entry.digest)
+        (CatalogInput(name, entry.catalog, priority=entry.priority), entry.digest)
         for name, entry in entries
     ]
 

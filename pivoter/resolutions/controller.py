@@ -9,7 +9,7 @@ ConfigMaps (one deleted by hand is noticed at once), and Catalogs whose
 (:meth:`pivoter.catalogs.CatalogCache.on_change`) it re-resolves the inputs whose last
 resolution read what changed (:mod:`pivoter.resolutions.relevance`). The work is done by the shared
 :class:`~pivoter.resolutions.inputs.InputReconciler` and
-:class:`~pivoter.resolutions.engine.Engine`.
+:class:`~pivoter.resolutions.engine.InputEngine`.
 """
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pivoter.apis.resources import BUNDLE_DEPLOYMENTS, BUNDLES, CATALOGS, CONFIG_MAPS, RESOLUTIONS
-from pivoter.apis.views import Resolution
+from pivoter.apis.views import ResolutionView
 from pivoter.catalogs import CatalogCache, CatalogChange
 from pivoter.kube import EventRecorder, Object, Resource
 from pivoter.pivot import ANNOTATION_INPUT, Preparer
 from pivoter.resolutions.catalogs import catalog_flips
 from pivoter.resolutions.collector import RevisionCollector
 from pivoter.resolutions.dependents import dependents_of
-from pivoter.resolutions.engine import Engine
+from pivoter.resolutions.engine import InputEngine
 from pivoter.resolutions.inputs import InputReconciler, Kind
 from pivoter.resolutions.metrics import InputMetrics
 from pivoter.resolutions.relevance import Relevance
@@ -41,7 +41,7 @@ CONTROLLER_NAME = "resolutions"
 
 
 def _deletion_policy(obj: Mapping[str, Any]) -> str:
-    return Resolution.parse(obj).deletion_policy
+    return ResolutionView.parse(obj).deletion_policy
 
 
 def resolution_kind() -> Kind:
@@ -95,7 +95,7 @@ def register(
     revisions = manager.informer_for(
         CONFIG_MAPS, namespace=store.namespace, label_selector=REVISIONS_SELECTOR
     )
-    engine = Engine(
+    engine = InputEngine(
         manager.kube,
         cache,
         store,

@@ -1,7 +1,7 @@
 """The pivoter loop for one input: resolve, record a revision, decide, pivot, observe.
 
 Shared by the Resolution and PlatformOperator controllers, which turn their object into an
-:class:`~pivoter.resolutions.spec.InputSpec`, call :meth:`Engine.reconcile` and render the
+:class:`~pivoter.resolutions.spec.InputSpec`, call :meth:`InputEngine.reconcile` and render the
 returned :class:`Outcome` as their own status. One reconcile:
 
 1. a **pivot in progress** is carried on (:class:`pivoter.pivot.PivotMachine`), nothing else;
@@ -77,11 +77,11 @@ from pivoter.resolutions.spec import InputSpec
 from pivoter.resolvesets import Revision, RevisionStore
 from resolver.explain import NotNewer
 from resolver.resolveset import ResolveSet, ResolveSetError
-from resolver.rules.inputs import CatalogSource, Installed
+from resolver.rules.inputs import CatalogInput, Installed
 from resolver.rules.reads import Reads
 from resolver.versions import RangeSyntaxError, parse_range
 
-__all__ = ["Draft", "Engine", "Outcome", "Persist"]
+__all__ = ["Draft", "InputEngine", "Outcome", "Persist"]
 
 log = logging.getLogger(__name__)
 
@@ -190,7 +190,7 @@ class _Pass:
 
 
 @dataclass
-class Engine:
+class InputEngine:
     """Drives inputs through resolution and grouped pivots (see the module docstring)."""
 
     kube: Kube
@@ -705,7 +705,7 @@ class Engine:
 
     def _resolution(
         self, p: _Pass, peers: held.Peers
-    ) -> tuple[Selection, list[tuple[CatalogSource, str]]] | None:
+    ) -> tuple[Selection, list[tuple[CatalogInput, str]]] | None:
         """Resolve the input against the selected catalogs, with the active revision (or the
         children) as installed state and what the other inputs hold as held choices; None when
         it cannot be resolved (reported)."""
@@ -833,7 +833,7 @@ class Engine:
     @staticmethod
     def read(revision: Revision | None) -> ResolveSet | None:
         """The ResolveSet of ``revision`` when it is intact and readable, else None."""
-        return Engine._read(revision)
+        return InputEngine._read(revision)
 
     @staticmethod
     def _read(revision: Revision | None) -> ResolveSet | None:

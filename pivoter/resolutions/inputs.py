@@ -1,6 +1,6 @@
 """The reconciler shared by every input kind (:data:`pivoter.apis.inputs.INPUT_KINDS`): fetch,
-deletion policy, delegate to the :class:`~pivoter.resolutions.engine.Engine`, write status once,
-Events.
+deletion policy, delegate to the :class:`~pivoter.resolutions.engine.InputEngine`, write status
+once, Events.
 
 A kind plugs in a :class:`Kind`, built for one entry of the registry: how to read its spec, how
 to render its status, and what deletion means for it. Used by
@@ -19,7 +19,7 @@ from pivoter.apis.views import FieldError
 from pivoter.kube import EventRecorder, Kube, NotFound, Resource
 from pivoter.pivot import Children, ChildState, UninstallableBundle, desired_child, state_of
 from pivoter.pivot.state import parse_time
-from pivoter.resolutions.engine import Draft, Engine, Outcome
+from pivoter.resolutions.engine import Draft, InputEngine, Outcome
 from pivoter.resolutions.record import Record
 from pivoter.resolutions.spec import InputSpec
 from pivoter.resolvesets import InputRef
@@ -63,7 +63,7 @@ class InputReconciler:
     """Reconciles one input kind with the shared engine."""
 
     kube: Kube
-    engine: Engine
+    engine: InputEngine
     kind: Kind
     recorder: EventRecorder | None = None
 

@@ -19,7 +19,7 @@ from resolver.catalog.model import GVK, PROP_GVK
 from resolver.explain import NotNewer, why_not_newer
 from resolver.resolveset import ResolveSet
 from resolver.rules.inputs import (
-    CatalogSource,
+    CatalogInput,
     Choice,
     Held,
     Installed,
@@ -58,7 +58,7 @@ class Selection:
 
 
 def resolve(
-    catalogs: Sequence[tuple[CatalogSource, str]],
+    catalogs: Sequence[tuple[CatalogInput, str]],
     requests: Sequence[PackageRequest],
     installed: Sequence[Installed],
     *,

@@ -18,7 +18,7 @@ from pivoter.apis.views import (
     ANNOTATION_APPROVED_REVISION,
     ANNOTATION_PINNED_REVISION,
     ANNOTATION_RETRY,
-    Resolution,
+    ResolutionView,
 )
 from pivoter.pivot import ChildSettings
 from pivoter.resolvesets import InputRef
@@ -80,7 +80,7 @@ class InputSpec:
 def from_resolution(obj: Mapping[str, object]) -> InputSpec:
     """The :class:`InputSpec` of a ``Resolution`` object (its view: raises
     :class:`~pivoter.apis.views.FieldError` for a field it cannot read)."""
-    view = Resolution.parse(obj)
+    view = ResolutionView.parse(obj)
     requests = tuple(
         PackageRequest(
             package=p.name,

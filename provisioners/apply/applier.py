@@ -23,11 +23,11 @@ from dataclasses import dataclass, field
 
 from provisioners.apply.kubeapi import (
     APPLY_PATCH,
+    ApiResponse,
     KubeAPI,
     KubeError,
     NotFound,
     Resource,
-    Response,
 )
 from provisioners.apply.objects import (
     CRD_API_VERSION,
@@ -229,7 +229,7 @@ class Applier:
         """Apply the objects of one phase, up to :attr:`concurrency` at a time; record what was
         applied (in the given order) and raise the first failure once all have answered."""
 
-        def one(job: tuple[ObjectRef, Resource, JSONObject]) -> Response | ApplyError:
+        def one(job: tuple[ObjectRef, Resource, JSONObject]) -> ApiResponse | ApplyError:
             ref, resource, body = job
             try:
                 return self._apply_one(ref, resource, body, dry_run=dry_run)
@@ -299,7 +299,7 @@ class Applier:
 
     def _apply_one(
         self, ref: ObjectRef, resource: Resource, body: JSONObject, *, dry_run: bool
-    ) -> Response:
+    ) -> ApiResponse:
         query = [("fieldManager", self.owner.field_manager), ("force", "true")]
         if dry_run:
             query.append(("dryRun", "All"))

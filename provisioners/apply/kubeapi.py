@@ -38,6 +38,7 @@ __all__ = [
     "APPLY_PATCH",
     "MERGE_PATCH",
     "METADATA_LIST",
+    "ApiResponse",
     "Conflict",
     "Forbidden",
     "Gone",
@@ -48,7 +49,6 @@ __all__ = [
     "NotFound",
     "RequestObserver",
     "Resource",
-    "Response",
     "Unavailable",
     "decode",
     "error_for",
@@ -65,7 +65,7 @@ _WARNING = re.compile(r'^\d{3} \S+ "(?P<text>(?:[^"\\]|\\.)*)"')
 
 
 @dataclass(slots=True)
-class Response:
+class ApiResponse:
     """A decoded API response and the warnings the server attached to it."""
 
     status: int
@@ -132,7 +132,7 @@ class KubeAPI:
         content_type: str = "application/json",
         timeout: float | None = None,
         accept: str = "application/json",
-    ) -> Response:
+    ) -> ApiResponse:
         """Send one request; return the decoded body and the server's warnings, or raise the
         :class:`KubeError` subclass of a non-2xx answer (:class:`Unavailable` when unreachable).
         ``accept`` may ask for another representation (e.g. :data:`METADATA_LIST`)."""
@@ -154,7 +154,7 @@ class KubeAPI:
         decoded = decode(data)
         if not 200 <= raw.status < 300:
             raise error_for(raw.status, decoded, data[:300].decode(errors="replace"))
-        return Response(raw.status, decoded, parse_warnings(raw.headers.getlist("Warning")))
+        return ApiResponse(raw.status, decoded, parse_warnings(raw.headers.getlist("Warning")))
 
     def request(
         self,

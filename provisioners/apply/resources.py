@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import quote
 
-__all__ = ["GVK", "Resource", "split_api_version"]
+__all__ = ["ApiVersionKind", "Resource", "split_api_version"]
 
 
 def split_api_version(api_version: str) -> tuple[str, str]:
@@ -22,7 +22,7 @@ def split_api_version(api_version: str) -> tuple[str, str]:
 
 
 @dataclass(frozen=True, slots=True)
-class GVK:
+class ApiVersionKind:
     """A kind in one API group and version, as ``apiVersion`` + ``kind`` name it in a manifest."""
 
     api_version: str
@@ -42,9 +42,9 @@ class Resource:
     namespaced: bool
 
     @property
-    def gvk(self) -> GVK:
+    def gvk(self) -> ApiVersionKind:
         """The kind this collection serves."""
-        return GVK(self.api_version, self.kind)
+        return ApiVersionKind(self.api_version, self.kind)
 
     def path(self, namespace: str | None = None, name: str | None = None) -> str:
         """The collection's path (all namespaces when ``namespace`` is empty), or one object's."""

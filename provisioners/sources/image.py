@@ -28,7 +28,7 @@ from provisioners.sources.reference import parse_reference
 from provisioners.sources.registry import (
     INDEX_TYPES,
     MANIFEST_TYPES,
-    Manifest,
+    ImageManifest,
     RegistryClient,
 )
 from provisioners.unpack import Compression, Unpacker
@@ -60,7 +60,7 @@ class ImageSpec:
     """Which entry of an image index to pull (the only entry is taken when none matches)."""
 
 
-def _select(index: Manifest, platform: str, ref: str) -> dict[str, Any]:
+def _select(index: ImageManifest, platform: str, ref: str) -> dict[str, Any]:
     """Pick the manifest descriptor for ``platform`` from an index."""
     entries = [
         e

@@ -68,7 +68,7 @@ def _algorithm(digest: str) -> str:
 
 
 @dataclass(frozen=True)
-class Manifest:
+class ImageManifest:
     """A fetched, verified manifest or index."""
 
     media_type: str
@@ -231,7 +231,7 @@ class RegistryClient:
 
     # -- content -----------------------------------------------------------------------------
 
-    def manifest(self, ref: str) -> Manifest:
+    def manifest(self, ref: str) -> ImageManifest:
         """Fetch the manifest or index named by a tag or digest and verify its digest."""
         what = f"manifest {ref}" if ref.startswith("sha") else f"tag {ref!r}"
         with self._get(f"manifests/{ref}", _ACCEPT, what) as response:
@@ -262,7 +262,7 @@ class RegistryClient:
             media_type = OCI_INDEX
         elif not media_type and "layers" in document:
             media_type = OCI_MANIFEST
-        return Manifest(media_type, digest, document)
+        return ImageManifest(media_type, digest, document)
 
     def blob(self, digest: str, size: int, sink: IO[bytes]) -> None:
         """Download a blob into ``sink``, verifying its size and digest before returning."""

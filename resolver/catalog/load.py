@@ -100,16 +100,16 @@ class CatalogTooLarge(CatalogLoadError):
     instead would take what the refusal saves."""
 
 
-def file_budget(size: int, *, limit: int | None = None) -> safedata.Budget:
+def file_budget(size: int, *, limit: int | None = None) -> safedata.MemoryBudget:
     """The memory budget of one catalog file of ``size`` bytes: :data:`MEMORY_PER_BYTE` times its
     size plus :data:`MEMORY_PER_FILE`, or ``limit`` (its share of the catalog's ceiling)."""
     if limit is not None:
-        return safedata.Budget(limit, "its share of the catalog's memory ceiling")
+        return safedata.MemoryBudget(limit, "its share of the catalog's memory ceiling")
     what = f"its memory budget ({MEMORY_PER_BYTE} times its size on disk plus 16 KiB)"
-    return safedata.Budget(MEMORY_PER_BYTE * size + MEMORY_PER_FILE, what)
+    return safedata.MemoryBudget(MEMORY_PER_BYTE * size + MEMORY_PER_FILE, what)
 
 
-def received_budget() -> safedata.Budget:
+def received_budget() -> safedata.MemoryBudget:
     """The memory budget of a catalog that arrives piece by piece (catalogd's JSON lines, gRPC
     messages): :data:`MEMORY_PER_FILE` to start with, grown by :func:`charge_received` with every
     piece, up to :data:`MEMORY_CEILING`; give it to :func:`load_objects` too."""
@@ -117,10 +117,10 @@ def received_budget() -> safedata.Budget:
         f"the memory budget of a received catalog ({MEMORY_PER_BYTE} times what arrived plus "
         f"16 KiB, at most {_mib(MEMORY_CEILING)})"
     )
-    return safedata.Budget(MEMORY_PER_FILE, what)
+    return safedata.MemoryBudget(MEMORY_PER_FILE, what)
 
 
-def charge_received(budget: safedata.Budget, text: str | bytes) -> None:
+def charge_received(budget: safedata.MemoryBudget, text: str | bytes) -> None:
     """Grow ``budget`` (from :func:`received_budget`) by what ``text``, one piece just received,
     may cost (:data:`MEMORY_PER_BYTE` times its length, the ceiling at most), then charge its
     estimated cost, before it is parsed. Raises :class:`resolver.safedata.BudgetExceeded` (one
@@ -140,7 +140,7 @@ MESSAGE_PER_BYTE = 4
 text again in the catalog objects made of it)."""
 
 
-def message_budget() -> safedata.Budget:
+def message_budget() -> safedata.MemoryBudget:
     """The memory budget of a catalog received as protobuf messages (operator-registry's gRPC
     API): :data:`MEMORY_CEILING` for the estimated cost of every message (:func:`charge_message`);
     give it to :func:`load_objects` too."""
@@ -148,10 +148,10 @@ def message_budget() -> safedata.Budget:
         f"the memory ceiling of a received catalog ({_mib(MEMORY_CEILING)}, each message counted "
         f"{MESSAGE_PER_BYTE} times its size plus 1 KiB)"
     )
-    return safedata.Budget(MEMORY_CEILING, what)
+    return safedata.MemoryBudget(MEMORY_CEILING, what)
 
 
-def charge_message(budget: safedata.Budget, data: bytes) -> None:
+def charge_message(budget: safedata.MemoryBudget, data: bytes) -> None:
     """Charge the estimated cost of one message just received (before it is decoded). Raises
     :class:`resolver.safedata.BudgetExceeded`: a stream of millions of tiny messages is refused at
     the ceiling, not after it has taken gigabytes."""
@@ -413,7 +413,9 @@ def _load_file(
     return objects, problems, render_file(blob for blob, _ in parsed.objects)
 
 
-def _charge_text(budget: safedata.Budget, data: str | bytes, size: int) -> tuple[str, bool] | None:
+def _charge_text(
+    budget: safedata.MemoryBudget, data: str | bytes, size: int
+) -> tuple[str, bool] | None:
     """Charge ``budget`` with the estimated cost of parsing ``data`` (a file of ``size`` bytes).
 
     Past the budget, return the one-line refusal and whether to refuse before parsing (see
@@ -474,7 +476,7 @@ def load_objects(
     objects: Iterable[tuple[Any, Origin]],
     *,
     name: str = "",
-    budget: safedata.Budget | None = None,
+    budget: safedata.MemoryBudget | None = None,
 ) -> Catalog:
     """Build a catalog from decoded FBC objects (dicts), each with where it came from.
 

@@ -9,9 +9,9 @@ membership in some channel, and versions unique in their package; deprecations t
 existing objects. Unlike opm, which stops at the first failure of most rules, :func:`validate`
 returns every finding, each with the file and line of the object it is about.
 
-Each :class:`Finding` has a ``category`` (e.g. ``multiple-heads``) naming the defect in words that
-also appear in opm's message, so tests and tools can match defects without matching prose.
-Called by ``pivoter catalog validate``, the daemon's catalog sources and the tests.
+Each :class:`ValidationFinding` has a ``category`` (e.g. ``multiple-heads``) naming the defect in
+words that also appear in opm's message, so tests and tools can match defects without matching
+prose. Called by ``pivoter catalog validate``, the daemon's catalog sources and the tests.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ Subject = Package | Channel | Bundle | Deprecation | None
 
 
 @dataclass(frozen=True, slots=True)
-class Finding:
+class ValidationFinding:
     """One defect: how bad, which kind (``category``), what, where, and the object concerned."""
 
     severity: str
@@ -100,14 +100,14 @@ def _describe(subject: Subject) -> dict[str, str] | None:
 
 class _Report:
     def __init__(self) -> None:
-        self.findings: list[Finding] = []
+        self.findings: list[ValidationFinding] = []
 
     def error(self, category: str, message: str, subject: Subject) -> None:
         origin = subject.origin if subject is not None else None
-        self.findings.append(Finding(ERROR, category, message, origin, subject))
+        self.findings.append(ValidationFinding(ERROR, category, message, origin, subject))
 
 
-def validate(catalog: Catalog) -> list[Finding]:
+def validate(catalog: Catalog) -> list[ValidationFinding]:
     """Return every defect ``opm validate`` would reject ``catalog`` for (empty list: valid)."""
     report = _Report()
     packages = _check_packages(catalog.packages, report)

@@ -5,7 +5,7 @@ Upgrade edges come from the resolver's successor test; nothing here talks to a c
 """
 
 from resolver.channeltest.changes import scope_report
-from resolver.channeltest.diff import CatalogDiff, Change, diff_catalogs
+from resolver.channeltest.diff import Change, UpgradeDiff, diff_catalogs
 from resolver.channeltest.expectations import (
     Expectation,
     ExpectationError,
@@ -33,7 +33,6 @@ __all__ = [
     "CODES",
     "ERROR",
     "WARNING",
-    "CatalogDiff",
     "Change",
     "ChannelGraph",
     "Edge",
@@ -46,6 +45,7 @@ __all__ = [
     "Marks",
     "Path",
     "Report",
+    "UpgradeDiff",
     "build_channel_graph",
     "channel_graphs",
     "channel_marks",

@@ -30,7 +30,7 @@ from resolver.channeltest.report import Report
 
 
 @dataclass(frozen=True, slots=True)
-class Change:
+class ChangedFiles:
     """What changed: files relative to the catalog directory, and the ref compared with ("" when
     only a list of files was given)."""
 
@@ -85,7 +85,7 @@ def _kept(
 def scope_report(
     now: Report,
     now_catalog: Catalog,
-    change: Change,
+    change: ChangedFiles,
     before: Report | None = None,
     before_catalog: Catalog | None = None,
 ) -> Report:

@@ -54,7 +54,7 @@ class Change:
 
 
 @dataclass(slots=True)
-class CatalogDiff:
+class UpgradeDiff:
     """Every change, plus how many installed bundles were compared."""
 
     changes: list[Change] = field(default_factory=list)
@@ -69,10 +69,10 @@ class CatalogDiff:
         return dict(sorted(out.items()))
 
 
-def diff_catalogs(old: Catalog, new: Catalog, package: str | None = None) -> CatalogDiff:
+def diff_catalogs(old: Catalog, new: Catalog, package: str | None = None) -> UpgradeDiff:
     """Compare what users of ``old`` get in ``new`` (optionally one package)."""
     new_graphs = {(g.package, g.channel): g for g in channel_graphs(new, package)}
-    result = CatalogDiff()
+    result = UpgradeDiff()
     for og in channel_graphs(old, package):
         ng = new_graphs.get((og.package, og.channel))
         for name in og.by_version():

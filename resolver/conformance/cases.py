@@ -30,8 +30,8 @@ from resolver.catalog.model import (
     Package,
     Property,
 )
-from resolver.rules.inputs import CatalogSource, Installed, PackageRequest, ResolutionInput
-from resolver.sat import AtMost, Conflict, Dependency, Mandatory, Or, Prohibited, Variable
+from resolver.rules.inputs import CatalogInput, Installed, PackageRequest, ResolutionInput
+from resolver.sat import AtMost, ConflictsWith, Dependency, Mandatory, Or, Prohibited, Variable
 from resolver.sat.constraints import Constraint
 
 Case = Mapping[str, Any]
@@ -66,7 +66,7 @@ def properties(item: Mapping[str, Any], package: str) -> tuple[Property, ...]:
     return tuple(props)
 
 
-def catalog_source(spec: Mapping[str, Any]) -> CatalogSource:
+def catalog_source(spec: Mapping[str, Any]) -> CatalogInput:
     """Build one catalog of a case."""
     name = str(spec["name"])
     entries: Sequence[Mapping[str, Any]] = spec.get("entries", []) or []
@@ -107,7 +107,7 @@ def catalog_source(spec: Mapping[str, Any]) -> CatalogSource:
         bundles=list(bundles.values()),
         deprecations=deprecations,
     )
-    return CatalogSource(
+    return CatalogInput(
         name=name,
         catalog=catalog,
         priority=int(spec.get("priority", 0) or 0),
@@ -191,7 +191,7 @@ def variables(case: Case) -> list[Variable]:
             elif "dependency" in c:
                 constraints.append(Dependency(tuple(str(i) for i in c["dependency"])))
             elif "conflict" in c:
-                constraints.append(Conflict(str(c["conflict"])))
+                constraints.append(ConflictsWith(str(c["conflict"])))
             elif "at_most" in c:
                 spec = c["at_most"]
                 constraints.append(AtMost(int(spec["n"]), tuple(str(i) for i in spec["ids"])))

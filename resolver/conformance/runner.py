@@ -28,7 +28,7 @@ DEVIATIONS = Path(__file__).with_name("deviations.yaml")
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
+class CaseOutcome:
     """What running one case produced."""
 
     outcome: str
@@ -39,7 +39,7 @@ class Outcome:
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class CaseVerdict:
     """The comparison of one case's outcome with its expectation."""
 
     id: str
@@ -58,7 +58,7 @@ def load_deviations(path: Path = DEVIATIONS) -> dict[str, str]:
     return {str(k): str(v) for k, v in data.items()}
 
 
-def run_case(case: Mapping[str, Any]) -> Outcome:
+def run_case(case: Mapping[str, Any]) -> CaseOutcome:
     """Run one case under its engine's profile."""
     engine = str(case["engine"])
     level = str(case["level"])
@@ -66,22 +66,22 @@ def run_case(case: Mapping[str, Any]) -> Outcome:
     try:
         if level == "solver":
             selected = profiles.solve_variables(cases.variables(case))
-            return Outcome("ok", tuple(sorted(selected)))
+            return CaseOutcome("ok", tuple(sorted(selected)))
         if level == "channel_order":
             package, channel, entries = cases.channel_entries(case)
-            return Outcome("ok", tuple(sort_channel(package, channel, entries)))
+            return CaseOutcome("ok", tuple(sort_channel(package, channel, entries)))
         inp = cases.resolution_input(case)
         if level == "successors":
-            return Outcome("ok", tuple(olmv1_filter.successors(inp)))
+            return CaseOutcome("ok", tuple(olmv1_filter.successors(inp)))
         result = profiles.get(engine)(inp)
     except NotSatisfiable as err:
-        return Outcome("unsat", error=err.message(separator))
+        return CaseOutcome("unsat", error=err.message(separator))
     except Unsatisfiable as err:
-        return Outcome("unsat", error=err.text(separator))
+        return CaseOutcome("unsat", error=err.text(separator))
     except (ResolutionError, ChannelError, ProblemError) as err:
-        return Outcome("error", error=str(err))
+        return CaseOutcome("error", error=str(err))
     choices = tuple(result.choices)
-    return Outcome(
+    return CaseOutcome(
         "ok",
         tuple(c.bundle.name for c in choices),
         choices,
@@ -94,7 +94,7 @@ _QUALIFIED = re.compile(
 )
 
 
-def _match_selected(expected: Sequence[str], got: Outcome) -> str:
+def _match_selected(expected: Sequence[str], got: CaseOutcome) -> str:
     if not got.choices:
         want = sorted(expected)
         have = sorted(got.selected)
@@ -125,7 +125,7 @@ def _show(choices: Sequence[Choice]) -> list[str]:
     return [f"{c.bundle.name}@{c.catalog} (channel {c.channel})" for c in choices]
 
 
-def judge(case: Mapping[str, Any], got: Outcome) -> str:
+def judge(case: Mapping[str, Any], got: CaseOutcome) -> str:
     """Return "" when ``got`` meets the case's expectation, else what differs."""
     expect: Mapping[str, Any] = case["expect"]
     if got.outcome != expect["outcome"]:
@@ -154,7 +154,7 @@ def judge(case: Mapping[str, Any], got: Outcome) -> str:
     return ""
 
 
-def run_file(path: Path, deviations: Mapping[str, str]) -> list[Verdict]:
+def run_file(path: Path, deviations: Mapping[str, str]) -> list[CaseVerdict]:
     """Run every case of one file."""
     data = yaml.safe_load(path.read_text())
     verdicts = []
@@ -166,9 +166,9 @@ def run_file(path: Path, deviations: Mapping[str, str]) -> list[Verdict]:
             problem = f"crashed: {type(err).__name__}: {err}"
         if cid in deviations:
             note = deviations[cid] + ("" if problem else " (now passes: remove the deviation)")
-            verdicts.append(Verdict(cid, "deviation", note))
+            verdicts.append(CaseVerdict(cid, "deviation", note))
         else:
-            verdicts.append(Verdict(cid, "fail" if problem else "pass", problem))
+            verdicts.append(CaseVerdict(cid, "fail" if problem else "pass", problem))
     return verdicts
 
 

@@ -28,7 +28,7 @@ from resolver.rules.inputs import (
 from resolver.rules.predicates import Predicate, PredicateError, requirements
 from resolver.sat import (
     AtMost,
-    Conflict,
+    ConflictsWith,
     Dependency,
     Engine,
     Mandatory,
@@ -244,7 +244,7 @@ class OlmV0:
                     entry = cand.entry(ch) or ChannelEntry(cand.name)
                     if is_successor(entry, inst.name, version):
                         vid = self._node(cand, ch)
-                        self.nodes[vid].constraints.append(Conflict(installed.id))
+                        self.nodes[vid].constraints.append(ConflictsWith(installed.id))
                         candidates.append(vid)
                 candidates.append(installed.id)
             elif req.starting_bundle and not reason:

@@ -39,7 +39,7 @@ from resolver.profiles.olmv1_filter import parse_user_range, version_key
 from resolver.rules.channels import is_successor
 from resolver.rules.inputs import (
     Candidate,
-    CatalogSource,
+    CatalogInput,
     Choice,
     Held,
     Index,
@@ -156,7 +156,7 @@ class Pivoter:
         for cand in self.index.candidates(inst.package):
             if cand.name == inst.name:
                 return cand
-        source = CatalogSource(INSTALLED_CATALOG, Catalog(name=INSTALLED_CATALOG))
+        source = CatalogInput(INSTALLED_CATALOG, Catalog(name=INSTALLED_CATALOG))
         return Candidate(source, inst.as_bundle(), (), safe_version(inst.version))
 
     def _held_candidates(self, held: Held) -> list[Candidate]:
@@ -164,7 +164,7 @@ class Pivoter:
         found = self.index.named(held.package, held.name)
         if found:
             return found
-        source = CatalogSource(HELD_CATALOG, Catalog(name=HELD_CATALOG))
+        source = CatalogInput(HELD_CATALOG, Catalog(name=HELD_CATALOG))
         inst = held.as_installed()
         return [Candidate(source, inst.as_bundle(), (), safe_version(inst.version))]
 

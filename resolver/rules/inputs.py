@@ -29,7 +29,7 @@ from resolver.versions import Version, VersionSyntaxError, parse_version
 
 
 @dataclass(slots=True)
-class CatalogSource:
+class CatalogInput:
     """A catalog as a resolution sees it: its name, priority, availability and contents."""
 
     name: str
@@ -118,7 +118,7 @@ class PackageRequest:
 class ResolutionInput:
     """Everything one resolution reads."""
 
-    catalogs: list[CatalogSource]
+    catalogs: list[CatalogInput]
     requests: list[PackageRequest]
     installed: list[Installed] = field(default_factory=list)
     kube_version: str = ""
@@ -198,7 +198,7 @@ class Unsatisfiable(Exception):
 class Candidate:
     """One bundle of one catalog, with its channel entries and parsed version."""
 
-    source: CatalogSource
+    source: CatalogInput
     bundle: Bundle
     entries: tuple[tuple[str, ChannelEntry], ...]
     version: Version | None
@@ -245,7 +245,7 @@ class Index:
     pass's resolver time (docs/benchmarks/daemon-scale.md). Read-only.
     """
 
-    def __init__(self, sources: Sequence[CatalogSource], reads: Reads | None = None) -> None:
+    def __init__(self, sources: Sequence[CatalogInput], reads: Reads | None = None) -> None:
         """``reads``, when given, notes every lookup (:mod:`resolver.rules.reads`)."""
         # Sorted by name: the order of --catalog flags must not change any answer or explanation.
         self.sources = sorted((s for s in sources if s.available), key=lambda s: s.name)
@@ -323,7 +323,7 @@ class _Part:
 _PARTS_LOCK = threading.Lock()
 
 
-def _part(source: CatalogSource) -> _Part:
+def _part(source: CatalogInput) -> _Part:
     """``source``'s share of an index, built on first use per catalog and source settings (the
     candidates refer to the source: its name, priority and namespace are part of the key)."""
     key = ("resolver.rules.inputs.Index", source.name, source.priority, source.namespace)

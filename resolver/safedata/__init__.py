@@ -17,10 +17,10 @@ saying what is wrong and where. What it refuses, and why:
   what the text becomes (one anchored megabyte aliased thousands of times: few nodes, gigabytes
   written out), counted as it is built; a recursive alias (``&a [*a]``) and an undefined one are
   errors. Aliased values are copied, so the result is a tree that every encoder can write.
-* **Memory across texts**: a :class:`Budget` shared by the calls that build one piece of data (a
-  catalog file and the manifests inlined in it; ``with spending(budget):``) is charged by its
-  owner with each text's estimated cost (:func:`text_cost`) and by the loader with what aliases
-  add (:mod:`.budget`).
+* **Memory across texts**: a :class:`MemoryBudget` shared by the calls that build one piece of data
+  (a catalog file and the manifests inlined in it; ``with spending(budget):``) is charged by its
+  owner with each text's estimated cost (:func:`text_cost`) and by the loader with what aliases add
+  (:mod:`.budget`).
 * **Values JSON cannot hold**, as Kubernetes' ``sigs.k8s.io/yaml`` (YAML -> JSON) and Go's
   ``encoding/json`` refuse them: tags other than the JSON ones (``!!binary``, ``!!set``,
   ``!!timestamp``, ``!!python/...``, custom ``!tags``), NaN and infinities (``.nan``, ``.inf``,
@@ -43,7 +43,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from resolver.safedata.budget import Budget, BudgetExceeded, current_budget, spending, text_cost
+from resolver.safedata.budget import (
+    BudgetExceeded,
+    MemoryBudget,
+    current_budget,
+    spending,
+    text_cost,
+)
 from resolver.safedata.json_text import iter_json_stream, load_json
 from resolver.safedata.limits import DEFAULT_LIMITS, MAX_EXPANDED_BYTES, Limits, SafeDataError
 from resolver.safedata.yaml_text import iter_yaml_documents, load_yaml, load_yaml_all
@@ -51,9 +57,9 @@ from resolver.safedata.yaml_text import iter_yaml_documents, load_yaml, load_yam
 __all__ = [
     "DEFAULT_LIMITS",
     "MAX_EXPANDED_BYTES",
-    "Budget",
     "BudgetExceeded",
     "Limits",
+    "MemoryBudget",
     "SafeDataError",
     "current_budget",
     "iter_json_stream",
@@ -73,7 +79,7 @@ def load_json_or_yaml(
     limits: Limits = DEFAULT_LIMITS,
     where: str = "",
     go_yaml: bool = False,
-    budget: Budget | None = None,
+    budget: MemoryBudget | None = None,
 ) -> Any:
     """One JSON value, or else one YAML document (``yaml.ToJSON``'s input: JSON is YAML).
 

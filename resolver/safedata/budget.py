@@ -1,17 +1,17 @@
 """What parsed data may cost in memory, bounded by what came in (part of :mod:`resolver.safedata`).
 
-A text's limits (:class:`~resolver.safedata.limits.Limits`) bound one call of the loader. Data
-that arrives as many texts -- a catalog is many files, each many documents, each with inlined
-``olm.bundle.object`` manifests parsed again -- needs one allowance shared by every call that
-builds it, or it grows with the number of calls: 40 files of 175,000 tiny JSON objects each pass
-every per-text limit and take 4 GB. A :class:`Budget` is that allowance: its owner sets the limit
+A text's limits (:class:`~resolver.safedata.limits.Limits`) bound one call of the loader. Data that
+arrives as many texts -- a catalog is many files, each many documents, each with inlined
+``olm.bundle.object`` manifests parsed again -- needs one allowance shared by every call that builds
+it, or it grows with the number of calls: 40 files of 175,000 tiny JSON objects each pass every
+per-text limit and take 4 GB. A :class:`MemoryBudget` is that allowance: its owner sets the limit
 (for a catalog file, in proportion to its size on disk), charges the estimated cost of each text
 before it is parsed (:func:`text_cost`, at C speed: a refusal comes before the parse, within
 seconds), and makes it the budget of every loader call in a block (``with spending(budget):``, or
-``budget=`` on one call): the YAML loader charges it for what aliases add while it builds (a copy
-of an aliased collection costs memory; an aliased string, shared, costs what it becomes when
-written out), however deep in the code the call is (the manifests inlined in a catalog's bundles
-are parsed while their bundle is decoded).
+``budget=`` on one call): the YAML loader charges it for what aliases add while it builds (a copy of
+an aliased collection costs memory; an aliased string, shared, costs what it becomes when written
+out), however deep in the code the call is (the manifests inlined in a catalog's bundles are parsed
+while their bundle is decoded).
 
 The estimate: parsed JSON data costs its characters plus a Python object for each node (a
 ``str`` 50 bytes and more, a ``dict`` 64 to 232, a catalog object and its origin 300 more); nodes
@@ -34,7 +34,14 @@ from collections.abc import Iterator
 
 from resolver.safedata.limits import SafeDataError
 
-__all__ = ["ALIAS_NODE_COST", "Budget", "BudgetExceeded", "current_budget", "spending", "text_cost"]
+__all__ = [
+    "ALIAS_NODE_COST",
+    "BudgetExceeded",
+    "MemoryBudget",
+    "current_budget",
+    "spending",
+    "text_cost",
+]
 
 ALIAS_NODE_COST = 64
 """What each node an alias copies is charged (besides the bytes it becomes)."""
@@ -64,10 +71,10 @@ def text_cost(data: str | bytes) -> int:
 
 
 class BudgetExceeded(SafeDataError):
-    """A :class:`Budget` was overspent (a limit was hit: ``limit`` is true)."""
+    """A :class:`MemoryBudget` was overspent (a limit was hit: ``limit`` is true)."""
 
 
-class Budget:
+class MemoryBudget:
     """An allowance of memory, in bytes, shared by every loader call that builds one piece of data.
 
     ``what`` names it in the refusal (e.g. ``"the memory budget of this catalog file (16 times its
@@ -101,13 +108,13 @@ class Budget:
         self.limit += amount
 
 
-_CURRENT: contextvars.ContextVar[Budget | None] = contextvars.ContextVar(
+_CURRENT: contextvars.ContextVar[MemoryBudget | None] = contextvars.ContextVar(
     "safedata_budget", default=None
 )
 
 
 @contextlib.contextmanager
-def spending(budget: Budget | None) -> Iterator[Budget | None]:
+def spending(budget: MemoryBudget | None) -> Iterator[MemoryBudget | None]:
     """Make ``budget`` the budget of every loader call in the block (in this thread or task) that
     is not given one; None leaves calls unbudgeted (their per-text limits still hold)."""
     token = _CURRENT.set(budget)
@@ -117,7 +124,7 @@ def spending(budget: Budget | None) -> Iterator[Budget | None]:
         _CURRENT.reset(token)
 
 
-def current_budget() -> Budget | None:
+def current_budget() -> MemoryBudget | None:
     """The budget set by the innermost :func:`spending` block around this call, if any."""
     return _CURRENT.get()
 

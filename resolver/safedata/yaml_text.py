@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 import yaml
 
-from resolver.safedata.budget import ALIAS_NODE_COST, Budget, BudgetExceeded, current_budget
+from resolver.safedata.budget import ALIAS_NODE_COST, BudgetExceeded, MemoryBudget, current_budget
 from resolver.safedata.limits import (
     DEFAULT_LIMITS,
     Limits,
@@ -274,7 +274,7 @@ def _merged(own: dict[str, Any], merges: list[Any]) -> dict[str, Any]:
 
 
 def _documents(
-    parser: Any, limits: Limits, go_yaml: bool, length: int, budget: Budget | None
+    parser: Any, limits: Limits, go_yaml: bool, length: int, budget: MemoryBudget | None
 ) -> Iterator[tuple[Any, int]]:
     """Build plain values from libyaml's events: one loop, explicit stacks, limits checked as the
     events arrive (so nothing ever recurses, however deep the input).
@@ -501,7 +501,7 @@ def iter_yaml_documents(
     limits: Limits = DEFAULT_LIMITS,
     where: str = "",
     go_yaml: bool = False,
-    budget: Budget | None = None,
+    budget: MemoryBudget | None = None,
 ) -> Iterator[tuple[Any, int]]:
     """Yield ``(value, line)`` for every document of a YAML stream (an empty document is None).
 
@@ -540,7 +540,7 @@ def load_yaml_all(
     limits: Limits = DEFAULT_LIMITS,
     where: str = "",
     go_yaml: bool = False,
-    budget: Budget | None = None,
+    budget: MemoryBudget | None = None,
 ) -> list[Any]:
     """Every document of a YAML stream (empty documents are None)."""
     documents = iter_yaml_documents(
@@ -555,7 +555,7 @@ def load_yaml(
     limits: Limits = DEFAULT_LIMITS,
     where: str = "",
     go_yaml: bool = False,
-    budget: Budget | None = None,
+    budget: MemoryBudget | None = None,
 ) -> Any:
     """The one document of a YAML text (None when empty); more than one is an error."""
     documents = iter_yaml_documents(

@@ -8,7 +8,7 @@ a minimal unsatisfiable subset of the constraints.
 from resolver.sat.constraints import (
     AppliedConstraint,
     AtMost,
-    Conflict,
+    ConflictsWith,
     Constraint,
     Dependency,
     Mandatory,
@@ -21,7 +21,7 @@ from resolver.sat.engine import Engine, NotSatisfiable, Objective, ProblemError
 __all__ = [
     "AppliedConstraint",
     "AtMost",
-    "Conflict",
+    "ConflictsWith",
     "Constraint",
     "Dependency",
     "Engine",

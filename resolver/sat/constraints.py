@@ -53,7 +53,7 @@ class Dependency:
 
 
 @dataclass(frozen=True, slots=True)
-class Conflict:
+class ConflictsWith:
     """The subject and ``id`` are not both selected."""
 
     id: str
@@ -95,7 +95,7 @@ class Or:
         return f"{left} or {right}"
 
 
-Constraint = Mandatory | Prohibited | Dependency | Conflict | AtMost | Or
+Constraint = Mandatory | Prohibited | Dependency | ConflictsWith | AtMost | Or
 """Any constraint kind."""
 
 

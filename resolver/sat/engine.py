@@ -32,7 +32,7 @@ from pysat.solvers import Solver
 from resolver.sat.constraints import (
     AppliedConstraint,
     AtMost,
-    Conflict,
+    ConflictsWith,
     Dependency,
     Mandatory,
     Or,
@@ -98,7 +98,7 @@ class Engine:
         for var in self.variables:
             for constraint in var.constraints:
                 referenced = [*order_of(constraint)]
-                if isinstance(constraint, Conflict | Or):
+                if isinstance(constraint, ConflictsWith | Or):
                     referenced.append(constraint.id)
                 if isinstance(constraint, AtMost):
                     referenced.extend(constraint.ids)
@@ -126,7 +126,9 @@ class Engine:
         return self.top
 
     def _add(self, var: Variable, constraint: object) -> None:
-        assert isinstance(constraint, Mandatory | Prohibited | Dependency | Conflict | AtMost | Or)
+        assert isinstance(
+            constraint, Mandatory | Prohibited | Dependency | ConflictsWith | AtMost | Or
+        )
         applied = AppliedConstraint(var, constraint, len(self.applied))
         sel = self.fresh()
         self.applied.append(applied)
@@ -140,7 +142,7 @@ class Engine:
             clauses = [[-s]]
         elif isinstance(constraint, Dependency):
             clauses = [[-s, *(self._lit[i] for i in constraint.ids)]]
-        elif isinstance(constraint, Conflict):
+        elif isinstance(constraint, ConflictsWith):
             clauses = [[-s, -self._lit[constraint.id]]]
         elif isinstance(constraint, Or):
             a = -s if constraint.negate_subject else s

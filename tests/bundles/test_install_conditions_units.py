@@ -8,7 +8,7 @@ from typing import Any
 
 from pivoter.apis import rukpak
 from pivoter.apis.conditions import FALSE, TRUE, UNKNOWN, Condition, set_conditions
-from pivoter.controllers.install import Outcome, installed, waiting_for
+from pivoter.controllers.install import InstallResult, installed, waiting_for
 from provisioners.apply.objects import ObjectRef
 
 BUNDLE = "web-abc"
@@ -53,7 +53,7 @@ def test_a_failed_unpack_leaves_what_is_installed_alone() -> None:
 def test_an_apply_moves_the_active_bundle_and_the_inventory() -> None:
     ref = ObjectRef("v1", "ConfigMap", "default", "web")
     status: dict[str, Any] = {"activeBundle": "web-old", "inventory": []}
-    outcome = Outcome(refs=[ref], applied=True, notes=["pruned 1 objects"])
+    outcome = InstallResult(refs=[ref], applied=True, notes=["pruned 1 objects"])
     assert installed(status, BUNDLE, outcome) == [
         Condition(
             rukpak.TYPE_INSTALLED,
@@ -67,7 +67,7 @@ def test_an_apply_moves_the_active_bundle_and_the_inventory() -> None:
 
 def test_nothing_applied_changes_nothing() -> None:
     status: dict[str, Any] = {"activeBundle": "web-old", "inventory": []}
-    assert installed(status, BUNDLE, Outcome(refs=[], applied=False)) == []
+    assert installed(status, BUNDLE, InstallResult(refs=[], applied=False)) == []
     assert status == {"activeBundle": "web-old", "inventory": []}
 
 

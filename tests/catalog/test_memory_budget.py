@@ -371,7 +371,7 @@ def test_objects_from_the_wire_are_decoded_within_a_budget() -> None:
     assert "\n" not in str(problem)
 
 
-def _receive(budget: safedata.Budget, piece: str, count: int) -> tuple[int, str]:
+def _receive(budget: safedata.MemoryBudget, piece: str, count: int) -> tuple[int, str]:
     """Charge ``count`` pieces: how many were taken before the budget refused one, and why."""
     for taken in range(count):
         try:

@@ -12,7 +12,7 @@ import pytest
 from pivoter.catalogs import (
     CatalogCache,
     CatalogChange,
-    ConfigMapsSource,
+    ConfigMapsCatalogSource,
     FetchFailed,
     InvalidCatalog,
     Poller,
@@ -29,7 +29,7 @@ from pivoter.catalogs import (
 from pivoter.catalogs.sources import BuiltSource
 from resolver.catalog.load import load_directory
 from resolver.catalog.model import Catalog
-from resolver.catalog.sources import SourceError
+from resolver.catalog.sources import CatalogSourceError
 from tests.catalogs.helpers import BASE, BROKEN_CHANNEL, copy_base, extra_package
 
 
@@ -171,7 +171,7 @@ def test_config_map_catalog_reads_every_key_as_a_file() -> None:
         ("ConfigMap", "part-1"): {"kind": "ConfigMap", "data": {"index.yaml": text}},
         ("ConfigMap", "part-2"): {"kind": "ConfigMap", "data": {"extra.yaml": extra_package()}},
     }
-    source = ConfigMapsSource(["part-1", "part-2"], _reader(config_maps), name="cms")
+    source = ConfigMapsCatalogSource(["part-1", "part-2"], _reader(config_maps), name="cms")
     catalog = source.fetch()
     assert catalog.name == "cms"
     assert {p.name for p in catalog.packages} >= {"extra"}
@@ -190,9 +190,9 @@ def test_config_map_catalog_reads_every_key_as_a_file() -> None:
 def test_config_map_catalog_problems_name_the_config_map_and_key() -> None:
     config_maps = {("ConfigMap", "bad"): {"kind": "ConfigMap", "data": {"x.yaml": "a: [1"}}}
     with pytest.raises(InvalidCatalog, match=r"ConfigMap bad key x\.yaml"):
-        ConfigMapsSource(["bad"], _reader(config_maps)).fetch()
+        ConfigMapsCatalogSource(["bad"], _reader(config_maps)).fetch()
     with pytest.raises(SourceUnavailable, match="'missing' not found"):
-        ConfigMapsSource(["missing"], _reader({})).fetch()
+        ConfigMapsCatalogSource(["missing"], _reader({})).fetch()
 
 
 # ---------------------------------------------------------------- building sources
@@ -325,7 +325,7 @@ def test_poll_caches_detects_changes_and_keeps_the_last_good(tmp_path: Path) -> 
     assert len(changes) == 3
     good = cache.get("main")
     # an unreachable source: reported, the last good content stays
-    source.catalog = SourceError("grpc://x", "server unavailable")
+    source.catalog = CatalogSourceError("grpc://x", "server unavailable")
     outcome = poller.poll(cache, 3)
     assert isinstance(outcome.problem, FetchFailed)
     assert outcome.entry == good

@@ -13,7 +13,7 @@ from resolver.catalog.model import Catalog
 from resolver.channeltest.report import run_catalog_test
 from resolver.channeltest.templates import BASIC, SEMVER, expand_file, find_templates
 from resolver.profiles import get
-from resolver.rules.inputs import CatalogSource, Installed, PackageRequest, ResolutionInput
+from resolver.rules.inputs import CatalogInput, Installed, PackageRequest, ResolutionInput
 from tests.channeltest.helpers import DATA, GOOD, load
 
 TEMPLATES = DATA / "templates"
@@ -122,7 +122,7 @@ def test_real_subset_certified() -> None:
 
 def _resolver_next(catalog: Catalog, package: str, channel: str, name: str, version: str) -> str:
     inp = ResolutionInput(
-        catalogs=[CatalogSource("c", catalog)],
+        catalogs=[CatalogInput("c", catalog)],
         requests=[PackageRequest(package, channels=(channel,))],
         installed=[Installed(name, package, version, catalog="c", channel=channel)],
     )

@@ -14,7 +14,7 @@ from pivoter.controllers.driftcorrection import (
     TYPE_DRIFTED,
     drift_conditions,
 )
-from pivoter.controllers.install import Outcome
+from pivoter.controllers.install import InstallResult
 from pivoter.kube import EventRecorder
 from provisioners.apply.objects import ObjectRef
 
@@ -45,7 +45,7 @@ def _recorder(events: Events) -> EventRecorder:
 
 
 def test_no_drift_is_said_once() -> None:
-    nothing = Outcome(refs=[REF], applied=False)
+    nothing = InstallResult(refs=[REF], applied=False)
     assert drift_conditions(_bd(), nothing, None) == [
         Condition(TYPE_DRIFTED, FALSE, REASON_NO_DRIFT, "The installed objects match the bundle")
     ]
@@ -54,12 +54,12 @@ def test_no_drift_is_said_once() -> None:
 
 def test_a_correction_is_a_normal_event_and_a_report_a_warning() -> None:
     events = Events()
-    corrected = Outcome(refs=[REF], applied=True, report=REPORT, corrected=True)
+    corrected = InstallResult(refs=[REF], applied=True, report=REPORT, corrected=True)
     message = "Restored ConfigMap ns/web changed (data.k)"
     assert drift_conditions(_bd(), corrected, _recorder(events)) == [
         Condition(TYPE_DRIFTED, FALSE, REASON_DRIFT_CORRECTED, message)
     ]
-    reported = Outcome(refs=[REF], applied=False, report=REPORT)
+    reported = InstallResult(refs=[REF], applied=False, report=REPORT)
     left = "Left alone (driftPolicy: Report): ConfigMap ns/web changed (data.k)"
     assert drift_conditions(_bd(), reported, _recorder(events)) == [
         Condition(TYPE_DRIFTED, TRUE, REASON_DRIFT_DETECTED, left)

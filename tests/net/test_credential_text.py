@@ -30,8 +30,7 @@ from provisioners.sources.git import GitSource
 from provisioners.sources.http_client import HttpClient
 from provisioners.sources.pull_secret import check_pull_secret, credentials_for
 from provisioners.sources.reference import parse_reference
-from resolver.catalog.sources import CatalogdSource
-from resolver.catalog.sources import SourceError as CatalogSourceError
+from resolver.catalog.sources import CatalogdSource, CatalogSourceError
 from resolver.net import (
     Budget,
     InvalidCredential,

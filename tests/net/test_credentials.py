@@ -25,7 +25,7 @@ from provisioners.errors import AuthenticationError
 from provisioners.sources import FetchOptions, GitAuth, GitRef, GitSpec, HttpSpec, ImageSpec, fetch
 from provisioners.sources.git import GitSource
 from provisioners.sources.http_client import HttpClient
-from resolver.catalog.sources import CatalogdSource, SourceError
+from resolver.catalog.sources import CatalogdSource, CatalogSourceError
 from resolver.net import InsecureCredentials, check_credential_transport, is_loopback
 from resolver.net.credentials import same_origin
 from tests.net.hostile import Step, hostile_server
@@ -92,11 +92,11 @@ def test_origins() -> None:
 
 
 def test_catalogd_refuses_a_token_for_plain_http_elsewhere() -> None:
-    with pytest.raises(SourceError) as err:
+    with pytest.raises(CatalogSourceError) as err:
         CatalogdSource(f"http://{FAR}/catalogs/x", token="secret")
     assert "--insecure-send-token" in str(err.value)
     assert FAR in str(err.value)
-    with pytest.raises(SourceError, match=r"spec\.source\.http\.insecureSendToken"):
+    with pytest.raises(CatalogSourceError, match=r"spec\.source\.http\.insecureSendToken"):
         CatalogdSource(
             f"http://{FAR}/catalogs/x",
             token="secret",

@@ -22,8 +22,7 @@ from pivoter.catalogs.image import ImageCatalogSource
 from provisioners.errors import ContentTooLargeError, SourceError, SourceUnavailableError
 from provisioners.sources import FetchOptions, GitRef, GitSpec, HttpSpec, ImageSpec, fetch
 from resolver.catalog.registryapi import registry_pb2 as api
-from resolver.catalog.sources import CatalogdSource, RegistrySource
-from resolver.catalog.sources import SourceError as CatalogSourceError
+from resolver.catalog.sources import CatalogdSource, CatalogSourceError, RegistrySource
 from tests.net.hostile import Hostile, Step, hostile_server, timed
 
 DRIP = 0.25

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pivoter.olmv0 import Installed, mapping, namespace_refusals, refusals
+from pivoter.olmv0 import InstalledOperator, mapping, namespace_refusals, refusals
 from pivoter.olmv0.refusals import install_mode
 from pivoter.olmv0.survey import NamespaceSurvey
 
@@ -38,9 +38,9 @@ def _installed(
     plans: list[dict[str, Any]] | None = None,
     sub_spec: dict[str, Any] | None = None,
     state: str = "AtLatestKnown",
-) -> Installed:
+) -> InstalledOperator:
     csv = _csv() if csv is None else csv
-    return Installed(
+    return InstalledOperator(
         namespace="ops",
         subscription={
             "metadata": {"name": "op"},
@@ -109,7 +109,7 @@ def test_a_settled_install_is_adoptable() -> None:
         ),
     ],
 )
-def test_refusals_say_why_and_what_to_do(installed: Installed, expected: str) -> None:
+def test_refusals_say_why_and_what_to_do(installed: InstalledOperator, expected: str) -> None:
     found = refusals(installed)
     assert len(found) == 1, found
     assert expected in found[0]

@@ -20,7 +20,7 @@ from pivoter.resolutions.decide import (
     stopped,
     targets_active,
 )
-from pivoter.resolutions.engine import Engine
+from pivoter.resolutions.engine import InputEngine
 from pivoter.resolutions.record import BACKOFF_FIRST, Record
 
 CONFLICT = "package web is already managed by Resolution/other"
@@ -171,7 +171,7 @@ def test_a_rollback_stops_when_the_revision_to_go_back_to_is_lost() -> None:
 
 
 def test_a_failed_pivot_is_timed_by_the_engines_clock() -> None:
-    engine = Engine(None, None, None, preparer=None, clock=lambda: 1234.0)  # type: ignore[arg-type]
+    engine = InputEngine(None, None, None, preparer=None, clock=lambda: 1234.0)  # type: ignore[arg-type]
     record = Record(pivot=pivot(Phase.FAILED), failures=1)
     engine._finish(record)
     assert (record.failed_revision, record.failures, record.failed_at) == (3, 2, 1234.0)

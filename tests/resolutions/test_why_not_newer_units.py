@@ -30,7 +30,7 @@ from resolver.catalog.model import (
 )
 from resolver.explain import NotNewer, why_not_newer
 from resolver.resolveset import ResolveSet
-from resolver.rules.inputs import CatalogSource, Installed, PackageRequest
+from resolver.rules.inputs import CatalogInput, Installed, PackageRequest
 
 
 def bundle(pkg: str, version: str, *extra: Property) -> Bundle:
@@ -50,7 +50,7 @@ def source(
     bundles: list[Bundle],
     channels: list[Channel],
     deprecations: list[Deprecation] | None = None,
-) -> list[tuple[CatalogSource, str]]:
+) -> list[tuple[CatalogInput, str]]:
     packages = sorted({b.package for b in bundles})
     cat = Catalog(
         "main",
@@ -59,11 +59,11 @@ def source(
         bundles,
         deprecations=deprecations or [],
     )
-    return [(CatalogSource("main", cat), "sha256:test")]
+    return [(CatalogInput("main", cat), "sha256:test")]
 
 
 def newest_not_taken(
-    sources: list[tuple[CatalogSource, str]],
+    sources: list[tuple[CatalogInput, str]],
     request: PackageRequest,
     installed: list[Installed] | None = None,
 ) -> tuple[str, NotNewer | None]:

@@ -9,7 +9,7 @@ import pytest
 from resolver.catalog.model import PROP_GVK, PROP_GVK_REQUIRED, Property
 from resolver.profiles import get
 from resolver.rules.inputs import (
-    CatalogSource,
+    CatalogInput,
     Held,
     Installed,
     PackageRequest,
@@ -25,7 +25,7 @@ ZK_API = {"group": "zk.example.com", "version": "v1", "kind": "ZooKeeper"}
 ZK_A = ("zk-a", [bundle("zk-a", "1.0.0", Property(PROP_GVK, ZK_API))])
 ZK_B = ("zk-b", [bundle("zk-b", "1.0.0", Property(PROP_GVK, ZK_API))])
 USER = ("user", [bundle("user", "1.0.0", Property(PROP_GVK_REQUIRED, ZK_API))])
-SOURCES = [CatalogSource("main", catalog("main", DB, APP, WEB, ZK_A, ZK_B, USER))]
+SOURCES = [CatalogInput("main", catalog("main", DB, APP, WEB, ZK_A, ZK_B, USER))]
 HELD_DB = Held("db.v1.1.0", "db", "1.1.0", "Resolution b")
 
 
@@ -91,7 +91,7 @@ def test_held_bundles_do_not_change_the_answer_of_other_profiles_inputs() -> Non
 def test_a_holder_keeps_a_shared_dependency_in_its_dependents_range() -> None:
     # Resolution a installed app 2.0.0 (db <2.0.0), sharing db 1.1.0 that this input installed.
     app2 = ("app", [bundle("app", "2.0.0", needs("db", "<2.0.0"))])
-    sources = [CatalogSource("main", catalog("main", DB, app2))]
+    sources = [CatalogInput("main", catalog("main", DB, app2))]
     held = [Held("app.v2.0.0", "app", "2.0.0", "Resolution a")]
     installed = [Installed("db.v1.1.0", "db", "1.1.0")]
     inp = ResolutionInput(sources, [PackageRequest("db")], installed, held=held)
@@ -113,7 +113,7 @@ def test_a_holder_keeps_a_shared_dependency_in_its_dependents_range() -> None:
 def test_properties_of_a_held_bundle_no_catalog_lists_are_honoured() -> None:
     """The daemon passes the held bundle's properties from any catalog it has: API uniqueness
     and a holder's requirements then hold though this resolution's catalogs do not list it."""
-    sources = [CatalogSource("main", catalog("main", DB, ZK_B))]
+    sources = [CatalogInput("main", catalog("main", DB, ZK_B))]
     zk = Held("zk-a.v1.0.0", "zk-a", "1.0.0", "Resolution a", (Property(PROP_GVK, ZK_API),))
     with pytest.raises(Unsatisfiable) as err:
         get("pivoter")(ResolutionInput(sources, [PackageRequest("zk-b")], held=[zk]))

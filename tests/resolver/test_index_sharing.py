@@ -8,7 +8,7 @@ from typing import Any
 
 from resolver.catalog.load import load_objects
 from resolver.catalog.model import Catalog, Origin
-from resolver.rules.inputs import CatalogSource, Index
+from resolver.rules.inputs import CatalogInput, Index
 
 
 def _catalog(name: str, packages: dict[str, list[str]]) -> Catalog:
@@ -39,10 +39,10 @@ def _catalog(name: str, packages: dict[str, list[str]]) -> Catalog:
 
 def test_a_catalog_is_indexed_once_for_the_same_source_settings() -> None:
     catalog = _catalog("a", {"foo": ["1.0.0", "1.1.0"]})
-    first = Index([CatalogSource("a", catalog, priority=5)])
-    again = Index([CatalogSource("a", catalog, priority=5)])  # a new source object, same settings
+    first = Index([CatalogInput("a", catalog, priority=5)])
+    again = Index([CatalogInput("a", catalog, priority=5)])  # a new source object, same settings
     assert [id(c) for c in again.candidates("foo")] == [id(c) for c in first.candidates("foo")]
-    other = Index([CatalogSource("a", catalog, priority=7)])
+    other = Index([CatalogInput("a", catalog, priority=7)])
     assert [c.source.priority for c in other.candidates("foo")] == [7, 7]
     assert [c.source.priority for c in first.candidates("foo")] == [5, 5]
 
@@ -51,7 +51,7 @@ def test_several_catalogs_keep_catalog_name_then_bundle_name_order() -> None:
     b = _catalog("b", {"foo": ["2.0.0"], "bar": ["1.0.0"]})
     a = _catalog("a", {"foo": ["1.0.0", "0.9.0"]})
     for _ in range(2):  # the second time from the shared parts
-        index = Index([CatalogSource("b", b), CatalogSource("a", a)])
+        index = Index([CatalogInput("b", b), CatalogInput("a", a)])
         assert [(c.catalog, c.name) for c in index.candidates("foo")] == [
             ("a", "foo.v0.9.0"),
             ("a", "foo.v1.0.0"),
@@ -68,16 +68,16 @@ def test_several_catalogs_keep_catalog_name_then_bundle_name_order() -> None:
             ("b", "foo"): "stable",
             ("b", "bar"): "stable",
         }
-    alone = Index([CatalogSource("a", a)])
+    alone = Index([CatalogInput("a", a)])
     assert [c.name for c in alone.candidates("foo")] == ["foo.v0.9.0", "foo.v1.0.0"]
     assert alone.candidates("bar") == []
 
 
 def test_an_unavailable_catalog_adds_nothing_and_the_memo_is_not_pickled() -> None:
     catalog = _catalog("a", {"foo": ["1.0.0"]})
-    index = Index([CatalogSource("a", catalog, available=False)])
+    index = Index([CatalogInput("a", catalog, available=False)])
     assert index.candidates("foo") == []
-    Index([CatalogSource("a", catalog)])
+    Index([CatalogInput("a", catalog)])
     assert catalog.memo
     copy = pickle.loads(pickle.dumps(catalog))
     assert copy.memo == {}

@@ -30,7 +30,7 @@ from resolver.catalog.model import (
 )
 from resolver.profiles.pivoter import Pivoter
 from resolver.rules.inputs import (
-    CatalogSource,
+    CatalogInput,
     Installed,
     PackageRequest,
     ResolutionInput,
@@ -49,7 +49,7 @@ def gvk(name: str) -> dict[str, str]:
 
 
 @st.composite
-def catalogs(draw: st.DrawFn) -> tuple[list[CatalogSource], list[PackageRequest], list[Installed]]:
+def catalogs(draw: st.DrawFn) -> tuple[list[CatalogInput], list[PackageRequest], list[Installed]]:
     packages = PACKAGES[: draw(st.integers(1, 4))]
     bundles: list[Bundle] = []
     channels: list[Channel] = []
@@ -80,7 +80,7 @@ def catalogs(draw: st.DrawFn) -> tuple[list[CatalogSource], list[PackageRequest]
         channels,
         bundles,
     )
-    sources = [CatalogSource("main", catalog)]
+    sources = [CatalogInput("main", catalog)]
     requested = draw(st.lists(st.sampled_from(packages), min_size=1, max_size=2, unique=True))
     requests = [
         PackageRequest(p, version_range=draw(st.sampled_from(["", "^1", ">=2"]))) for p in requested
@@ -185,7 +185,7 @@ def valid_request_filter(inp: ResolutionInput, req: PackageRequest, b: Bundle) -
 
 
 def as_input(
-    data: tuple[list[CatalogSource], list[PackageRequest], list[Installed]],
+    data: tuple[list[CatalogInput], list[PackageRequest], list[Installed]],
 ) -> ResolutionInput:
     sources, requests, installed = data
     return ResolutionInput(sources, requests, installed)
@@ -236,7 +236,7 @@ def test_answers_do_not_depend_on_catalog_order(data: tuple, seed: int) -> None:
         rnd.sample(catalog.channels, len(catalog.channels)),
         rnd.sample(catalog.bundles, len(catalog.bundles)),
     )
-    again = run(ResolutionInput([CatalogSource("main", shuffled)], inp.requests, inp.installed))
+    again = run(ResolutionInput([CatalogInput("main", shuffled)], inp.requests, inp.installed))
     assert (first is None) == (again is None)
     if first is not None and again is not None:
         assert sorted(b.name for b in first) == sorted(b.name for b in again)
@@ -287,7 +287,7 @@ def test_unsat_error_carries_the_minimal_lines() -> None:
             )
         ],
     )
-    inp = ResolutionInput([CatalogSource("main", catalog)], [PackageRequest("a")])
+    inp = ResolutionInput([CatalogInput("main", catalog)], [PackageRequest("a")])
     with pytest.raises(Unsatisfiable) as err:
         Pivoter(inp).resolve()
     assert err.value.lines == [

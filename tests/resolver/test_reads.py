@@ -26,7 +26,7 @@ from resolver.catalog.model import (
 )
 from resolver.profiles import get
 from resolver.rules.inputs import (
-    CatalogSource,
+    CatalogInput,
     Held,
     PackageRequest,
     ResolutionInput,
@@ -55,7 +55,7 @@ def _reads(*requests: str, held: list[Held] | None = None, cat: Catalog = BASE) 
     reads = Reads()
     get("pivoter")(
         ResolutionInput(
-            [CatalogSource("main", cat)],
+            [CatalogInput("main", cat)],
             [PackageRequest(p) for p in requests],
             held=held or [],
             reads=reads,
@@ -244,7 +244,7 @@ def _resolve_twice(case: tuple[ResolutionInput, Catalog, Catalog]) -> tuple[bool
     reads = Reads()
     first = _answer(replace(inp, reads=reads))
     touched = reads.touched_by(diff(before, after))
-    same = _answer(replace(inp, catalogs=[CatalogSource("main", after)])) == first
+    same = _answer(replace(inp, catalogs=[CatalogInput("main", after)])) == first
     assert touched or same
     return touched, same
 

@@ -7,7 +7,7 @@ import pytest
 from resolver.catalog.sources import open_source
 from resolver.profiles.pivoter import Pivoter
 from resolver.rules.inputs import (
-    CatalogSource,
+    CatalogInput,
     Index,
     PackageRequest,
     ResolutionInput,
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.slow
 @pytest.mark.parametrize("name", ["certified-operators-v4.20", "community-operators-prod-v4.20"])
 def test_each_package_alone_resolves_or_is_explained(name: str) -> None:
     catalog = open_source(str(SHARED / "catalogs" / name)).fetch()
-    sources = [CatalogSource(name, catalog)]
+    sources = [CatalogInput(name, catalog)]
     index = Index(sources)
     resolved = unsat = 0
     summaries: list[list[str]] = []

@@ -22,7 +22,7 @@ from resolver.catalog.model import (
 from resolver.profiles import get
 from resolver.profiles.pivoter import Pivoter
 from resolver.rules.inputs import (
-    CatalogSource,
+    CatalogInput,
     Installed,
     PackageRequest,
     ResolutionInput,
@@ -66,13 +66,13 @@ APP = ("app", [bundle("app", "1.0.0"), bundle("app", "2.0.0", needs("db", "<2.0.
 
 
 def test_example_1_newest_reachable_in_range() -> None:
-    src = [CatalogSource("main", catalog("main", DB))]
+    src = [CatalogInput("main", catalog("main", DB))]
     assert pick(ResolutionInput(src, [PackageRequest("db")])) == {"db": "2.1.0"}
     assert pick(ResolutionInput(src, [PackageRequest("db", version_range="^1")])) == {"db": "1.1.0"}
 
 
 def test_example_2_several_packages_sum_of_ranks_not_request_order() -> None:
-    src = [CatalogSource("main", catalog("main", DB, APP))]
+    src = [CatalogInput("main", catalog("main", DB, APP))]
     both = [PackageRequest("app"), PackageRequest("db")]
     # app 2.0.0 + db 1.1.0 costs 0 + 2 version steps; app 1.0.0 + db 2.1.0 costs 1 + 0.
     assert pick(ResolutionInput(src, both)) == {"app": "1.0.0", "db": "2.1.0"}
@@ -89,7 +89,7 @@ def test_example_2_several_packages_sum_of_ranks_not_request_order() -> None:
 def test_example_2_under_olm_v0_depends_on_subscription_order(
     order: list[str], expected: dict[str, str]
 ) -> None:
-    src = [CatalogSource("main", catalog("main", DB, APP), namespace="ns")]
+    src = [CatalogInput("main", catalog("main", DB, APP), namespace="ns")]
     subs = [
         PackageRequest(p, channels=("stable",), name=f"{p}-stable", catalog="main/ns")
         for p in order
@@ -99,12 +99,12 @@ def test_example_2_under_olm_v0_depends_on_subscription_order(
 
 
 def test_example_3_dependencies_take_the_newest_that_fits() -> None:
-    src = [CatalogSource("main", catalog("main", DB, APP))]
+    src = [CatalogInput("main", catalog("main", DB, APP))]
     assert pick(ResolutionInput(src, [PackageRequest("app")])) == {"app": "2.0.0", "db": "1.1.0"}
 
 
 def test_example_4_installed_packages_stay_unless_needed() -> None:
-    src = [CatalogSource("main", catalog("main", DB, APP))]
+    src = [CatalogInput("main", catalog("main", DB, APP))]
     installed = [Installed("db.v1.0.0", "db", "1.0.0")]
     # db is installed and not requested: it stays at 1.0.0 although 1.1.0 exists...
     assert pick(
@@ -115,7 +115,7 @@ def test_example_4_installed_packages_stay_unless_needed() -> None:
     }
     # ...and moves along its upgrade edge only when something needs it to.
     web = ("web", [bundle("web", "1.0.0", needs("db", ">=1.1.0 <2.0.0"))])
-    src2 = [CatalogSource("main", catalog("main", DB, web))]
+    src2 = [CatalogInput("main", catalog("main", DB, web))]
     assert pick(ResolutionInput(src2, [PackageRequest("web")], installed)) == {
         "web": "1.0.0",
         "db": "1.1.0",
@@ -124,17 +124,17 @@ def test_example_4_installed_packages_stay_unless_needed() -> None:
 
 def test_example_5_deprecated_bundles_lose_to_older_ones() -> None:
     dep = Deprecation("db", (DeprecationEntry(SCHEMA_BUNDLE, "db.v2.1.0", "broken"),))
-    src = [CatalogSource("main", catalog("main", DB, deprecations=[dep]))]
+    src = [CatalogInput("main", catalog("main", DB, deprecations=[dep]))]
     assert pick(ResolutionInput(src, [PackageRequest("db")])) == {"db": "2.0.0"}
 
 
 def test_example_6_catalog_priority_breaks_version_ties_only() -> None:
-    low = CatalogSource("low", catalog("low", ("db", [bundle("db", "2.1.0")])), priority=0)
-    high = CatalogSource("high", catalog("high", ("db", [bundle("db", "2.0.0")])), priority=10)
+    low = CatalogInput("low", catalog("low", ("db", [bundle("db", "2.1.0")])), priority=0)
+    high = CatalogInput("high", catalog("high", ("db", [bundle("db", "2.0.0")])), priority=10)
     inp = ResolutionInput([low, high], [PackageRequest("db")])
     [choice] = get("pivoter")(inp).choices
     assert (choice.catalog, choice.bundle.version) == ("low", "2.1.0")
-    same = CatalogSource("high", catalog("high", ("db", [bundle("db", "2.1.0")])), priority=10)
+    same = CatalogInput("high", catalog("high", ("db", [bundle("db", "2.1.0")])), priority=10)
     [choice] = get("pivoter")(ResolutionInput([low, same], [PackageRequest("db")])).choices
     assert choice.catalog == "high"
 
@@ -143,7 +143,7 @@ def test_example_7_one_provider_per_api_explained() -> None:
     crd = {"group": "zk.example.com", "version": "v1", "kind": "ZooKeeper"}
     a = ("zk-a", [bundle("zk-a", "1.0.0", Property(PROP_GVK, crd))])
     b = ("zk-b", [bundle("zk-b", "1.0.0", Property(PROP_GVK, crd))])
-    src = [CatalogSource("main", catalog("main", a, b))]
+    src = [CatalogInput("main", catalog("main", a, b))]
     with pytest.raises(Unsatisfiable) as err:
         Pivoter(ResolutionInput(src, [PackageRequest("zk-a"), PackageRequest("zk-b")])).resolve()
     assert err.value.summary == [
@@ -157,7 +157,7 @@ def test_example_7_one_provider_per_api_explained() -> None:
 def test_example_8_why_not_newer() -> None:
     gvk_req = Property(PROP_GVK_REQUIRED, {"group": "x.io", "version": "v1", "kind": "Missing"})
     db = ("db", [bundle("db", "1.0.0"), bundle("db", "2.0.0", gvk_req)])
-    src = [CatalogSource("main", catalog("main", db))]
+    src = [CatalogInput("main", catalog("main", db))]
     result = get("pivoter")(ResolutionInput(src, [PackageRequest("db")], options={"explain": True}))
     assert [c.bundle.version for c in result.choices] == ["1.0.0"]
     [line] = result.why_not["db"]
@@ -167,10 +167,10 @@ def test_example_8_why_not_newer() -> None:
 
 def test_explanations_do_not_depend_on_request_or_catalog_order() -> None:
     crd = {"group": "zk.example.com", "version": "v1", "kind": "ZooKeeper"}
-    one = CatalogSource(
+    one = CatalogInput(
         "one", catalog("one", ("zk-a", [bundle("zk-a", "1.0.0", Property(PROP_GVK, crd))]))
     )
-    two = CatalogSource(
+    two = CatalogInput(
         "two", catalog("two", ("zk-b", [bundle("zk-b", "1.0.0", Property(PROP_GVK, crd))]))
     )
     seen = set()

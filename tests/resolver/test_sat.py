@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from resolver.profiles import solve_variables
 from resolver.sat import (
     AtMost,
-    Conflict,
+    ConflictsWith,
     Dependency,
     Engine,
     Mandatory,
@@ -43,7 +43,7 @@ def holds(variables: list[Variable], chosen: set[str]) -> bool:
                 return False
             if isinstance(c, Dependency) and on and not set(c.ids) & chosen:
                 return False
-            if isinstance(c, Conflict) and on and c.id in chosen:
+            if isinstance(c, ConflictsWith) and on and c.id in chosen:
                 return False
             if isinstance(c, AtMost) and len(set(c.ids) & chosen) > c.n:
                 return False
@@ -78,7 +78,7 @@ def problems(draw: st.DrawFn) -> list[Variable]:
         if draw(st.integers(0, 6)) == 0:
             cs.append(Dependency(tuple(draw(st.lists(st.sampled_from(ids), max_size=3)))))
         if draw(st.integers(0, 9)) == 0:
-            cs.append(Conflict(draw(st.sampled_from(ids))))
+            cs.append(ConflictsWith(draw(st.sampled_from(ids))))
         if draw(st.integers(0, 14)) == 0:
             cs.append(Prohibited())
         if draw(st.integers(0, 14)) == 0:
@@ -163,7 +163,7 @@ def test_lexicographic_objective_is_exact() -> None:
 def test_rank_literals_count_the_rank() -> None:
     variables = [v("a", Mandatory(), Dependency(("c0", "c1", "c2"))), v("c0"), v("c1"), v("c2")]
     variables.append(v("u", AtMost(1, ("c0", "c1", "c2"))))
-    variables.append(v("c0b", Mandatory(), Conflict("c0")))
+    variables.append(v("c0b", Mandatory(), ConflictsWith("c0")))
     with Engine(variables) as engine:
         engine.check()
         ranks = engine.rank_literals([[engine.lit("c0")], [engine.lit("c1")], [engine.lit("c2")]])

@@ -13,7 +13,6 @@ import pytest
 from pivoter.cli.exitcodes import ExitCode
 from pivoter.cli.flags import (
     Address,
-    BindAddress,
     CatalogChoice,
     CatalogLocation,
     CatalogSpec,
@@ -22,7 +21,6 @@ from pivoter.cli.flags import (
     Location,
     NamespacedName,
     ObjectKey,
-    ObjectRef,
     OutputPath,
     OutputTarget,
     PackageChoice,
@@ -56,17 +54,6 @@ def test_an_address_on_every_interface_or_none() -> None:
     )
 
 
-@pytest.mark.parametrize("text", [":8080", "0", "[::1]:1", "h:2"])
-def test_a_bind_address_is_checked_as_an_address_and_kept_as_text(text: str) -> None:
-    assert BindAddress()(text) == text
-    for bad in ("h:99999", "abc", "[::1:80"):
-        with pytest.raises(FlagError) as by_text:
-            BindAddress("--x")(bad)
-        with pytest.raises(FlagError) as by_address:
-            HostPort("--x", every_interface=True, off=True)(bad)
-        assert str(by_text.value) == str(by_address.value)
-
-
 def test_a_port_that_is_off_is_none() -> None:
     assert Port(off=True)("-1") is None
     assert Port(off=True)("0") == 0
@@ -75,12 +62,10 @@ def test_a_port_that_is_off_is_none() -> None:
 
 
 def test_a_namespaced_name_is_an_object_key() -> None:
-    key = ObjectRef()("olm/etcd")
+    key = NamespacedName()("olm/etcd")
     assert key == ObjectKey("olm", "etcd")
     assert (key.namespace, key.name, str(key)) == ("olm", "etcd", "olm/etcd")
-    assert ObjectRef(optional=True)("") is None
-    assert NamespacedName()("olm/etcd") == "olm/etcd"
-    assert NamespacedName(optional=True)("") == ""
+    assert NamespacedName(optional=True)("") is None
 
 
 def test_a_catalog_location_says_what_it_is(tmp_path: Path) -> None:

@@ -29,14 +29,14 @@ from pivoter.apis.views import (
     ANNOTATION_PINNED_REVISION,
     ANNOTATION_RETRY,
     UPGRADE_POLICIES,
-    CatalogSource,
-    ClusterExtension,
+    CatalogFilter,
+    ClusterExtensionView,
     FieldError,
     InputMeta,
     LabelSelector,
-    PlatformOperator,
+    PlatformOperatorView,
     RequestedPackage,
-    Resolution,
+    ResolutionView,
     SelectorRequirement,
     ServiceAccountRef,
 )
@@ -46,7 +46,7 @@ from pivoter.olmv1.extensions import (
     extension_spec,
     package_of,
 )
-from pivoter.platformoperators import Settings, platform_operator_kind
+from pivoter.platformoperators import PlatformOperatorSettings, platform_operator_kind
 from pivoter.resolutions import from_resolution
 from pivoter.resolvesets import InputRef
 
@@ -156,7 +156,7 @@ def _cluster_extension() -> dict[str, Any]:
 
 
 def _po_spec(obj: Mapping[str, Any]) -> Any:
-    return platform_operator_kind(Settings()).spec_of(obj)
+    return platform_operator_kind(PlatformOperatorSettings()).spec_of(obj)
 
 
 KINDS: dict[str, tuple[Callable[[], dict[str, Any]], Callable[[Mapping[str, Any]], Any]]] = {
@@ -177,8 +177,8 @@ def _refused(obj: Mapping[str, Any], kind: str = "") -> FieldError:
 
 
 def test_resolution_view_reads_every_field() -> None:
-    view = Resolution.parse(_resolution())
-    assert view == Resolution(
+    view = ResolutionView.parse(_resolution())
+    assert view == ResolutionView(
         meta=InputMeta(name="web", generation=4, retry="again"),
         packages=(
             RequestedPackage(
@@ -212,8 +212,8 @@ def test_resolution_view_reads_every_field() -> None:
 
 
 def test_resolution_view_defaults() -> None:
-    view = Resolution.parse({"metadata": {"name": "x"}, "spec": {"packages": [{"name": "p"}]}})
-    assert view == Resolution(meta=InputMeta(name="x"), packages=(RequestedPackage(name="p"),))
+    view = ResolutionView.parse({"metadata": {"name": "x"}, "spec": {"packages": [{"name": "p"}]}})
+    assert view == ResolutionView(meta=InputMeta(name="x"), packages=(RequestedPackage(name="p"),))
     assert (view.approval, view.auto_rollback, view.deletion_policy) == (
         "Automatic",
         True,
@@ -240,7 +240,7 @@ def test_nulls_and_empty_values_are_the_defaults() -> None:
             "autoRollback": None,
         },
     }
-    assert Resolution.parse(obj) == Resolution(
+    assert ResolutionView.parse(obj) == ResolutionView(
         meta=InputMeta(name="x"), packages=(RequestedPackage(name="p"),)
     )
 
@@ -248,26 +248,26 @@ def test_nulls_and_empty_values_are_the_defaults() -> None:
 def test_spec_approved_revision_applies_without_the_annotation() -> None:
     obj = _resolution()
     del obj["metadata"]["annotations"][ANNOTATION_APPROVED_REVISION]
-    assert Resolution.parse(obj).approved == "5"
+    assert ResolutionView.parse(obj).approved == "5"
     obj["metadata"]["annotations"][ANNOTATION_APPROVED_REVISION] = HASH
-    assert Resolution.parse(obj).approved == HASH
+    assert ResolutionView.parse(obj).approved == HASH
     obj["metadata"]["annotations"][ANNOTATION_APPROVED_REVISION] = "007"
-    assert Resolution.parse(obj).approved == "7"  # compared with str(revision)
+    assert ResolutionView.parse(obj).approved == "7"  # compared with str(revision)
 
 
 def test_platform_operator_view_reads_every_field() -> None:
-    assert PlatformOperator.parse(_platform_operator()) == PlatformOperator(
+    assert PlatformOperatorView.parse(_platform_operator()) == PlatformOperatorView(
         meta=InputMeta(name="cert", generation=2, retry="now"), package="cert-manager", pinned=6
     )
     minimal = {"metadata": {"name": "p"}, "spec": {"package": {"name": "q"}}}
-    assert PlatformOperator.parse(minimal) == PlatformOperator(InputMeta("p"), "q")
+    assert PlatformOperatorView.parse(minimal) == PlatformOperatorView(InputMeta("p"), "q")
 
 
 def test_cluster_extension_view_reads_every_field() -> None:
-    assert ClusterExtension.parse(_cluster_extension()) == ClusterExtension(
+    assert ClusterExtensionView.parse(_cluster_extension()) == ClusterExtensionView(
         meta=InputMeta(name="argocd", generation=3, retry="x"),
         namespace="argocd",
-        catalog=CatalogSource(
+        catalog=CatalogFilter(
             package_name="argocd-operator",
             channels=("preview", "stable"),
             version=">=3.0, <3.6",
@@ -299,9 +299,9 @@ def test_cluster_extension_view_defaults() -> None:
             "source": {"sourceType": "Catalog", "catalog": {"packageName": "p"}},
         },
     }
-    view = ClusterExtension.parse(obj)
-    assert view == ClusterExtension(
-        meta=InputMeta(name="e"), namespace="ns", catalog=CatalogSource(package_name="p")
+    view = ClusterExtensionView.parse(obj)
+    assert view == ClusterExtensionView(
+        meta=InputMeta(name="e"), namespace="ns", catalog=CatalogFilter(package_name="p")
     )
     assert (view.dependencies, view.approval, view.crd_upgrade_safety) == (
         "Refuse",
@@ -325,7 +325,7 @@ def test_upgrade_policies_are_olm_v1s() -> None:
 
 
 def test_a_selector_is_written_back_as_the_api_writes_it() -> None:
-    view = Resolution.parse(_resolution())
+    view = ResolutionView.parse(_resolution())
     assert view.catalog_selector is not None
     assert view.catalog_selector.to_dict() == _resolution()["spec"]["catalogSelector"]
     assert LabelSelector(match_labels={}).to_dict() == {}
@@ -343,7 +343,7 @@ def test_a_resolution_ignores_the_pin_annotation() -> None:
     obj = _resolution()
     del obj["spec"]["pinnedRevision"]
     obj["metadata"]["annotations"][ANNOTATION_PINNED_REVISION] = "2"
-    assert Resolution.parse(obj).pinned is None
+    assert ResolutionView.parse(obj).pinned is None
 
 
 # ----------------------------------------------------------------------------- immutability
@@ -351,7 +351,7 @@ def test_a_resolution_ignores_the_pin_annotation() -> None:
 
 def test_views_are_immutable_and_independent_of_the_object() -> None:
     obj = _resolution()
-    view = Resolution.parse(obj)
+    view = ResolutionView.parse(obj)
     with pytest.raises(dataclasses.FrozenInstanceError):
         view.paused = False  # type: ignore[misc]
     config = view.packages[0].config
@@ -393,7 +393,7 @@ def test_from_resolution_builds_the_input_spec_from_the_view() -> None:
 
 
 def test_platform_operator_spec_from_the_view() -> None:
-    settings = Settings(
+    settings = PlatformOperatorSettings(
         service_account={"name": "sa", "namespace": "ns"},
         catalog_selector={"matchLabels": {"a": "b"}},
     )
@@ -854,7 +854,7 @@ def test_hostile_annotation_texts_are_refused_not_misread() -> None:
     scripts' digits, superscripts) are no revision number."""
     for text in (" 3", "3 ", "+3", "1_0", "٣", "²", "-1", "0"):
         with pytest.raises(FieldError, match=re.escape("[pivoter.io/pinned-revision]")):
-            ClusterExtension.parse(_annotated(CE, ANNOTATION_PINNED_REVISION, text))
+            ClusterExtensionView.parse(_annotated(CE, ANNOTATION_PINNED_REVISION, text))
 
 
 # ----------------------------------------------------------------------------- every CRD field

@@ -1,5 +1,5 @@
 """resolver.safedata: what a text may become (alias amplification by size, not only by count) and
-what texts parsed for one purpose may cost together (:class:`resolver.safedata.Budget`)."""
+what texts parsed for one purpose may cost together (:class:`resolver.safedata.MemoryBudget`)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ import pytest
 from resolver import safedata
 from resolver.safedata import (
     MAX_EXPANDED_BYTES,
-    Budget,
     BudgetExceeded,
     Limits,
+    MemoryBudget,
     SafeDataError,
     text_cost,
 )
@@ -107,7 +107,7 @@ def test_json_has_no_aliases_and_no_expansion_limit() -> None:
 
 def test_a_budget_is_charged_by_aliases_of_every_text_sharing_it() -> None:
     text = f"x: &x {'b' * 1000}\ny: [*x, *x]\n"
-    budget = Budget(10_000, "the test's budget")
+    budget = MemoryBudget(10_000, "the test's budget")
     safedata.load_yaml(text, budget=budget)
     assert budget.spent == 2 * (1002 + 64)  # two aliases: the bytes they add and a node each
     safedata.load_yaml("plain: [1, 2, 3]\n", budget=budget)  # what the text holds is not charged
@@ -126,7 +126,7 @@ def test_a_budget_is_charged_by_aliases_of_every_text_sharing_it() -> None:
 
 
 def test_a_budget_refuses_in_one_line() -> None:
-    budget = Budget(100, "the budget of x (16 times its size)")
+    budget = MemoryBudget(100, "the budget of x (16 times its size)")
     budget.charge(60, "first")
     with pytest.raises(BudgetExceeded) as caught:
         budget.charge(60, "its objects would take about 120 bytes")

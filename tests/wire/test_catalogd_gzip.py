@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from pivoter.cli.exitcodes import ExitCode
-from resolver.catalog.sources import CatalogdSource, SourceError
+from resolver.catalog.sources import CatalogdSource, CatalogSourceError
 from tests.clirun import pivoter
 from tests.wire.conftest import run_in_thread
 
@@ -77,7 +77,7 @@ def server() -> Iterator[str]:
 @pytest.mark.parametrize("name", sorted(ENDLESS))
 def test_endless_gzip_bodies_are_refused_fast(server: str, name: str) -> None:
     started = time.monotonic()
-    with pytest.raises(SourceError, match="bad gzip stream") as refused:
+    with pytest.raises(CatalogSourceError, match="bad gzip stream") as refused:
         CatalogdSource(f"{server}/catalogs/{name}", timeout=5).fetch()
     assert time.monotonic() - started < 5
     assert "\n" not in str(refused.value)

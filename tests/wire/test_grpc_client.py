@@ -14,7 +14,7 @@ import pytest
 
 from resolver.catalog import gojson, model
 from resolver.catalog.load import load_directory
-from resolver.catalog.sources import RegistrySource, SourceError, open_source
+from resolver.catalog.sources import CatalogSourceError, RegistrySource, open_source
 from tests.wire.conftest import CATALOGS, DATA, OpmServer, PivoterServer, free_port
 
 # Dropped by opm's conversion (model_to_api.go): never on the wire.
@@ -86,7 +86,7 @@ def test_client_reading_our_server_gives_the_directory_model(
 def test_server_down_is_a_clear_bounded_error() -> None:
     target = f"grpc://127.0.0.1:{free_port()}"
     started = time.monotonic()
-    with pytest.raises(SourceError) as err:
+    with pytest.raises(CatalogSourceError) as err:
         RegistrySource(target, timeout=2, deadline=5).fetch()
     assert target in str(err.value)
     assert "ListPackages" in str(err.value)
@@ -137,7 +137,7 @@ def test_slow_server_times_out_with_the_source_named() -> None:
     server, port = _slow_server(delay=10)
     try:
         started = time.monotonic()
-        with pytest.raises(SourceError) as err:
+        with pytest.raises(CatalogSourceError) as err:
             RegistrySource(f"grpc://127.0.0.1:{port}", timeout=1, deadline=2).fetch()
         assert f"127.0.0.1:{port}" in str(err.value)
         assert "ListBundles" in str(err.value)
@@ -150,7 +150,7 @@ def test_message_over_the_size_limit_is_refused(
     pivoter_server: Callable[..., PivoterServer],
 ) -> None:
     server = pivoter_server(DATA / "crafted")
-    with pytest.raises(SourceError) as err:
+    with pytest.raises(CatalogSourceError) as err:
         RegistrySource(f"grpc://{server.target}", max_message_bytes=100).fetch()
     assert "larger than the 100-byte limit" in str(err.value)
 
@@ -166,7 +166,7 @@ def test_a_stream_of_tiny_messages_is_refused_at_the_memory_ceiling(
     server, port = _slow_server(delay=0, bundles=100_000)
     try:
         started = time.monotonic()
-        with pytest.raises(SourceError) as err:
+        with pytest.raises(CatalogSourceError) as err:
             RegistrySource(f"grpc://127.0.0.1:{port}", timeout=5, deadline=20).fetch()
         message = str(err.value)
         assert "ListBundles: what arrived would take about 1.0 MiB in memory" in message

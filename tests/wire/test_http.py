@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from resolver.catalog.load import load_directory
-from resolver.catalog.sources import CatalogdSource, SourceError, open_source
+from resolver.catalog.sources import CatalogdSource, CatalogSourceError, open_source
 from tests.tools import SHARED
 from tests.wire.conftest import DATA, PivoterServer, run_in_thread
 
@@ -194,7 +194,7 @@ def test_misbehaving_server_is_a_clear_bounded_error(mode: str, expected: str) -
     base = f"http://127.0.0.1:{server.server_address[1]}/catalogs/test"
     try:
         started = time.monotonic()
-        with pytest.raises(SourceError) as err:
+        with pytest.raises(CatalogSourceError) as err:
             CatalogdSource(base, timeout=1.5, max_bytes=1_000_000).fetch()
         assert expected in str(err.value)
         assert base in str(err.value)
@@ -208,7 +208,7 @@ def test_unreachable_server_names_the_source() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    with pytest.raises(SourceError) as err:
+    with pytest.raises(CatalogSourceError) as err:
         CatalogdSource(f"http://127.0.0.1:{port}/catalogs/x", timeout=2).fetch()
     assert f"127.0.0.1:{port}" in str(err.value)
     assert "cannot connect" in str(err.value)

@@ -9,7 +9,7 @@ from typing import Any
 
 from pivoter.cli.errors import Handler
 from pivoter.cli.exitcodes import EPILOG
-from pivoter.cli.flags import InputSpec, Name, TextFile
+from pivoter.cli.flags import InputArgument, Name, TextFile
 from pivoter.daemon.settings import DEFAULT_NAMESPACE
 
 Subparsers = Any  # argparse's _SubParsersAction is private; this alias names what we pass around
@@ -73,7 +73,7 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "input",
         metavar="INPUT",
-        type=InputSpec(),
+        type=InputArgument(),
         help="a Resolution name, or KIND/NAME for any input kind (resolution, platformoperator, "
         "clusterextension)",
     )

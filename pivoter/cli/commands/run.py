@@ -16,7 +16,7 @@ from pivoter.cli.flags import (
     CertDirectory,
     HostPort,
     Name,
-    ObjectRef,
+    NamespacedName,
     Seconds,
     StoreDirectory,
     TextFile,
@@ -130,7 +130,7 @@ def register(subparsers: Subparsers) -> None:
     parser.add_argument(
         "--platform-operator-service-account",
         default="",
-        type=ObjectRef(optional=True),
+        type=NamespacedName(optional=True),
         metavar="NAMESPACE/NAME",
         help="the service account that installs PlatformOperators' bundles (default: pivoter's "
         "own identity)",
@@ -194,7 +194,7 @@ def add_webhook_flags(parser: argparse.ArgumentParser) -> None:
     )
     target.add_argument(
         "--webhook-service",
-        type=ObjectRef(),
+        type=NamespacedName(),
         metavar="NAMESPACE/NAME",
         help="register the webhooks through this Service (port 443)",
     )

@@ -16,7 +16,7 @@ import importlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from resolver.catalog.sources.base import CatalogSource, SourceError
+from resolver.catalog.sources.base import CatalogSource, CatalogSourceError
 from resolver.catalog.sources.directory import DirectorySource
 
 if TYPE_CHECKING:
@@ -30,10 +30,10 @@ _LAZY = {
 
 __all__ = [
     "CatalogSource",
+    "CatalogSourceError",
     "CatalogdSource",
     "DirectorySource",
     "RegistrySource",
-    "SourceError",
     "open_source",
 ]
 

@@ -13,7 +13,7 @@ from typing import Protocol, runtime_checkable
 from resolver.catalog.model import Catalog
 
 
-class SourceError(Exception):
+class CatalogSourceError(Exception):
     """A source could not produce a catalog; the message names the source and the reason."""
 
     def __init__(self, source: str, reason: str) -> None:
@@ -35,5 +35,5 @@ class CatalogSource(Protocol):
         ...
 
     def fetch(self) -> Catalog:
-        """Return the whole catalog, or raise SourceError; never a partly read one."""
+        """Return the whole catalog, or raise CatalogSourceError; never a partly read one."""
         ...

@@ -27,7 +27,7 @@ from resolver.catalog.errors import CatalogLoadError
 from resolver.catalog.load import charge_received, load_objects, received_budget
 from resolver.catalog.model import JSON, Catalog, Origin
 from resolver.catalog.parse import LIMITS as CATALOG_LIMITS
-from resolver.catalog.sources.base import SourceError
+from resolver.catalog.sources.base import CatalogSourceError
 from resolver.catalog.sources.stale import STALE_HEADER
 from resolver.decompress import BoundedDecompressor, DecompressError, TruncatedStreamError
 from resolver.net import (
@@ -57,7 +57,7 @@ _CHUNK = 1 << 16
 
 class _Body:
     """The raw response body, read as the decompressor (or the line splitter) asks: network
-    failures become :class:`SourceError`, and every byte counts in ``fetched_bytes``."""
+    failures become :class:`CatalogSourceError`, and every byte counts in ``fetched_bytes``."""
 
     def __init__(
         self, source: CatalogdSource, response: http.client.HTTPResponse, url: str
@@ -70,9 +70,9 @@ class _Body:
         try:
             raw = self._response.read1(size if size > 0 else _CHUNK)
         except NetError as err:
-            raise SourceError(self._url, str(err)) from None
+            raise CatalogSourceError(self._url, str(err)) from None
         except (OSError, http.client.HTTPException) as err:
-            raise SourceError(self._url, f"connection dropped mid-stream: {err!r}") from None
+            raise CatalogSourceError(self._url, f"connection dropped mid-stream: {err!r}") from None
         self._source.fetched_bytes += len(raw)
         return raw
 
@@ -98,11 +98,11 @@ class CatalogdSource:
         self.base_url = base_url.rstrip("/")
         parts = urllib.parse.urlsplit(self.base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise SourceError(base_url, "not an http(s) URL")
+            raise CatalogSourceError(base_url, "not an http(s) URL")
         try:
             parts.port  # noqa: B018 - raises for a port that is not a number in range
         except ValueError as err:
-            raise SourceError(base_url, f"invalid port: {err}") from None
+            raise CatalogSourceError(base_url, f"invalid port: {err}") from None
         self._parts = parts
         # Default name: the last path segment, as in catalogd's /catalogs/<name>.
         self.name = name if name is not None else parts.path.rstrip("/").rsplit("/", 1)[-1]
@@ -111,7 +111,7 @@ class CatalogdSource:
             try:
                 token = bearer_token(token, where="the bearer token")
             except InvalidCredential as err:
-                raise SourceError(base_url, str(err)) from None
+                raise CatalogSourceError(base_url, str(err)) from None
         self.token = token
         self.insecure_send_token = insecure_send_token
         """Send the token over plain http to a non-loopback host (the user's explicit opt-in)."""
@@ -158,7 +158,7 @@ class CatalogdSource:
                 what="the bearer token",
             )
         except InsecureCredentials as err:
-            raise SourceError(self.spec, str(err)) from None
+            raise CatalogSourceError(self.spec, str(err)) from None
 
     def _request(
         self, path: str, headers: dict[str, str], budget: Budget
@@ -172,7 +172,7 @@ class CatalogdSource:
             try:
                 context = ssl.create_default_context(cafile=self.ca_file)
             except (OSError, ssl.SSLError) as err:
-                raise SourceError(self.spec, f"cannot load the CA file: {err}") from None
+                raise CatalogSourceError(self.spec, f"cannot load the CA file: {err}") from None
         conn = open_connection(
             self._parts.scheme,
             self._parts.hostname or "",
@@ -185,13 +185,13 @@ class CatalogdSource:
             return conn, conn.getresponse()
         except (NetError, UnsendableText) as err:
             conn.close()
-            raise SourceError(self.spec, str(err)) from None
+            raise CatalogSourceError(self.spec, str(err)) from None
         except ssl.SSLError as err:
             conn.close()
-            raise SourceError(self.spec, f"TLS error: {err}") from None
+            raise CatalogSourceError(self.spec, f"TLS error: {err}") from None
         except (OSError, http.client.HTTPException) as err:
             conn.close()
-            raise SourceError(self.spec, f"cannot connect: {err}") from None
+            raise CatalogSourceError(self.spec, f"cannot connect: {err}") from None
 
     def _lines(self, response: http.client.HTTPResponse, url: str) -> Iterator[bytes]:
         """Yield the body's lines (without newline), enforcing size and line limits.
@@ -202,7 +202,7 @@ class CatalogdSource:
         """
         encoding = (response.getheader("Content-Encoding") or "identity").lower()
         if encoding not in ("gzip", "identity"):
-            raise SourceError(url, f"unsupported Content-Encoding {encoding!r}")
+            raise CatalogSourceError(url, f"unsupported Content-Encoding {encoding!r}")
         body = _Body(self, response, url)
         reader = BoundedDecompressor(body, "gzip") if encoding == "gzip" else body
         total = 0
@@ -212,30 +212,30 @@ class CatalogdSource:
             try:
                 data = reader.read(_CHUNK)
             except TruncatedStreamError:
-                raise SourceError(
+                raise CatalogSourceError(
                     url, "connection dropped mid-stream (gzip stream is incomplete)"
                 ) from None
             except DecompressError as err:
-                raise SourceError(url, f"bad gzip stream: {err}") from None
+                raise CatalogSourceError(url, f"bad gzip stream: {err}") from None
             if not data:
                 break
             total += len(data)
             if total > self.max_bytes:
-                raise SourceError(url, f"catalog is larger than {self.max_bytes} bytes")
+                raise CatalogSourceError(url, f"catalog is larger than {self.max_bytes} bytes")
             hasher.update(data)
             try:
                 complete = splitter.feed(data)
             except LineTooLong:
-                raise SourceError(
+                raise CatalogSourceError(
                     url, f"an object is larger than {self.max_line_bytes} bytes"
                 ) from None
             yield from complete
         if splitter.finish().strip():
-            raise SourceError(url, "connection dropped mid-stream (last line is incomplete)")
+            raise CatalogSourceError(url, "connection dropped mid-stream (last line is incomplete)")
         self._body_digest = hasher.hexdigest()
 
     def _objects(
-        self, response: http.client.HTTPResponse, url: str, budget: safedata.Budget
+        self, response: http.client.HTTPResponse, url: str, budget: safedata.MemoryBudget
     ) -> list[tuple[JSON, Origin]]:
         objects: list[tuple[JSON, Origin]] = []
         for number, line in enumerate(self._lines(response, url), start=1):
@@ -246,15 +246,15 @@ class CatalogdSource:
                 # body of tiny objects is refused within its first kilobytes, not at 2 GiB.
                 charge_received(budget, line)
             except safedata.SafeDataError as err:
-                raise SourceError(url, f"line {number}: {err.reason}") from None
+                raise CatalogSourceError(url, f"line {number}: {err.reason}") from None
             try:
                 # The same limits as an object of a catalog file (its size is capped by the
                 # line splitter at max_line_bytes, as a file's by the walk).
                 blob = safedata.load_json(line, limits=CATALOG_LIMITS)
             except safedata.SafeDataError as err:
-                raise SourceError(url, f"line {number} is not JSON: {err.reason}") from None
+                raise CatalogSourceError(url, f"line {number} is not JSON: {err.reason}") from None
             if not isinstance(blob, dict):
-                raise SourceError(url, f"line {number} is not a JSON object")
+                raise CatalogSourceError(url, f"line {number} is not a JSON object")
             objects.append((blob, Origin(url, number)))
         return objects
 
@@ -264,10 +264,10 @@ class CatalogdSource:
                 detail = " ".join(response.read1(512).decode("utf-8", "replace").split())
             except (NetError, OSError, http.client.HTTPException):
                 detail = ""
-            raise SourceError(url, f"HTTP {response.status} {response.reason}: {detail}")
+            raise CatalogSourceError(url, f"HTTP {response.status} {response.reason}: {detail}")
         content_type = (response.getheader("Content-Type") or "").split(";")[0].strip()
         if content_type and content_type not in ("application/jsonl", "application/json"):
-            raise SourceError(url, f"unexpected Content-Type {content_type!r}")
+            raise CatalogSourceError(url, f"unexpected Content-Type {content_type!r}")
 
     def fetch(self) -> Catalog:
         """Fetch ``<base>/api/v1/all``; an unchanged catalog (304) returns the cached one."""
@@ -294,7 +294,7 @@ class CatalogdSource:
         try:
             catalog = load_objects(objects, name=self.name, budget=budget)
         except CatalogLoadError as err:
-            raise SourceError(url, str(err)) from None
+            raise CatalogSourceError(url, str(err)) from None
         self._catalog = catalog
         self._last_modified = last_modified
         self._digest = self._body_digest
@@ -303,7 +303,7 @@ class CatalogdSource:
     def metas(self, *, schema: str = "", package: str = "", name: str = "") -> list[Any]:
         """Query ``<base>/api/v1/metas`` (catalogd's optional endpoint) and return the objects.
 
-        Raises SourceError when the server does not offer the endpoint (404).
+        Raises CatalogSourceError when the server does not offer the endpoint (404).
         """
         query = urllib.parse.urlencode(
             {k: v for k, v in (("schema", schema), ("package", package), ("name", name)) if v}
@@ -313,7 +313,7 @@ class CatalogdSource:
         conn, response = self._request(path, {}, self._budget())
         try:
             if response.status == 404:
-                raise SourceError(url, "the server does not offer /api/v1/metas (HTTP 404)")
+                raise CatalogSourceError(url, "the server does not offer /api/v1/metas (HTTP 404)")
             self._check_status(response, url)
             return [blob for blob, _ in self._objects(response, url, received_budget())]
         finally:

@@ -12,7 +12,7 @@ import os
 from resolver.catalog.errors import CatalogLoadError
 from resolver.catalog.load import load_directory
 from resolver.catalog.model import Catalog
-from resolver.catalog.sources.base import SourceError
+from resolver.catalog.sources.base import CatalogSourceError
 from resolver.catalog.walk import list_catalog_files
 
 
@@ -41,13 +41,13 @@ class DirectorySource:
         return h.hexdigest()
 
     def fetch(self) -> Catalog:
-        """Load the directory (raises SourceError with every problem the loader found)."""
+        """Load the directory (raises CatalogSourceError with every problem the loader found)."""
         if not os.path.isdir(self.path):
-            raise SourceError(self.spec, "no such directory")
+            raise CatalogSourceError(self.spec, "no such directory")
         digest = self.current_digest()
         try:
             catalog = load_directory(self.path, name=self.name)
         except CatalogLoadError as err:
-            raise SourceError(self.spec, str(err)) from None
+            raise CatalogSourceError(self.spec, str(err)) from None
         self._digest = digest
         return catalog

@@ -35,7 +35,7 @@ from resolver.catalog.model import (
     Origin,
 )
 from resolver.catalog.registryapi import registry_pb2 as api
-from resolver.catalog.sources.base import SourceError
+from resolver.catalog.sources.base import CatalogSourceError
 from resolver.catalog.sources.stale import STALE_METADATA
 
 _M = TypeVar("_M")
@@ -102,24 +102,24 @@ class RegistrySource:
             return grpc.secure_channel(self.target, credentials, options=options)
         return grpc.insecure_channel(self.target, options=options)
 
-    def _fail(self, method: str, err: grpc.RpcError) -> SourceError:
+    def _fail(self, method: str, err: grpc.RpcError) -> CatalogSourceError:
         code = err.code() if isinstance(err, grpc.Call) else None
         details = err.details() if isinstance(err, grpc.Call) else str(err)
         if code == grpc.StatusCode.DEADLINE_EXCEEDED:
-            return SourceError(self.spec, f"{method}: no answer within {self.timeout:g}s")
+            return CatalogSourceError(self.spec, f"{method}: no answer within {self.timeout:g}s")
         if code == grpc.StatusCode.UNAVAILABLE:
-            return SourceError(self.spec, f"{method}: server unavailable: {details}")
+            return CatalogSourceError(self.spec, f"{method}: server unavailable: {details}")
         if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
-            return SourceError(
+            return CatalogSourceError(
                 self.spec,
                 f"{method}: a message is larger than the {self.max_message_bytes}-byte limit "
                 f"({details})",
             )
         name = code.name if code is not None else "error"
-        return SourceError(self.spec, f"{method}: {name}: {details}")
+        return CatalogSourceError(self.spec, f"{method}: {name}: {details}")
 
     def fetch(self) -> Catalog:
-        """Read every package and bundle and build the catalog (raises SourceError)."""
+        """Read every package and bundle and build the catalog (raises CatalogSourceError)."""
         started = time.monotonic()
         hasher = hashlib.sha256()
         self.fetched_bytes = 0
@@ -142,9 +142,11 @@ class RegistrySource:
         def remaining() -> float:
             left = self.deadline - (time.monotonic() - started)
             if left <= 0:
-                raise SourceError(self.spec, f"fetch took longer than {self.deadline:g}s")
+                raise CatalogSourceError(self.spec, f"fetch took longer than {self.deadline:g}s")
             if self.fetched_bytes > self.max_bytes:
-                raise SourceError(self.spec, f"catalog is larger than {self.max_bytes} bytes")
+                raise CatalogSourceError(
+                    self.spec, f"catalog is larger than {self.max_bytes} bytes"
+                )
             return left
 
         def budget() -> float:
@@ -188,9 +190,9 @@ class RegistrySource:
                 stale = _stale(bundles_call.initial_metadata())
             except grpc.RpcError as err:
                 if refused:
-                    raise SourceError(self.spec, f"{method}: {refused[0]}") from None
+                    raise CatalogSourceError(self.spec, f"{method}: {refused[0]}") from None
                 if time.monotonic() - started >= self.deadline:
-                    raise SourceError(
+                    raise CatalogSourceError(
                         self.spec, f"{method}: fetch took longer than {self.deadline:g}s"
                     ) from None
                 raise self._fail(method, err) from None
@@ -200,7 +202,7 @@ class RegistrySource:
         try:
             catalog = load_objects(objects, name=self.name, budget=memory)
         except CatalogLoadError as err:
-            raise SourceError(self.spec, str(err)) from None
+            raise CatalogSourceError(self.spec, str(err)) from None
         self._digest = hasher.hexdigest()
         self.stale = stale
         return catalog
@@ -220,7 +222,7 @@ def _stream(call: Any, check: Any) -> Any:
     for message in call:
         try:
             check()
-        except SourceError:
+        except CatalogSourceError:
             call.cancel()
             raise
         yield message
