@@ -2,7 +2,7 @@
 
 On a content change the Resolution controllers compare the two contents package by package
 (:func:`resolver.catalog.diff.diff`) and queue only the inputs whose last resolution read what
-changed (:mod:`pivoter.resolutions.relevance`). This times that comparison on the shared real
+changed (:mod:`pivoter.inputs.relevance`). This times that comparison on the shared real
 catalogs that are valid: the same content loaded twice (no change: every package compared
 whole) and with one bundle added to one package, as a catalog update does. Two separate loads,
 so no object is shared between the two contents, as between two polls.

@@ -89,9 +89,9 @@ from provisioners.apply.applier import Applier, Owner  # noqa: E402
 from provisioners.apply.kubeapi import KubeAPI  # noqa: E402
 from tests.cluster import TestCluster, running_components  # noqa: E402
 from tests.e2e.daemon import Daemon, free_port  # noqa: E402
+from tests.inputs.helpers import Publisher, Version  # noqa: E402
 from tests.provisioners.oci import Entry, Pusher, file  # noqa: E402
 from tests.provisioners.servers import run_registry  # noqa: E402
-from tests.resolutions.helpers import Publisher, Version  # noqa: E402
 
 SYSTEM = "pivoter-system"
 PER_FACTOR = 100

@@ -64,6 +64,7 @@ from provisioners.apply.applier import Applier, Owner  # noqa: E402
 from provisioners.apply.kubeapi import KubeAPI  # noqa: E402
 from tests.cluster import TestCluster  # noqa: E402
 from tests.e2e.daemon import Daemon  # noqa: E402
+from tests.inputs.helpers import Publisher, Version  # noqa: E402
 from tests.provisioners.oci import (  # noqa: E402
     LAYER_GZIP,
     OCI_CONFIG,
@@ -74,7 +75,6 @@ from tests.provisioners.oci import (  # noqa: E402
     tar_bytes,
 )
 from tests.provisioners.servers import run_registry  # noqa: E402
-from tests.resolutions.helpers import Publisher, Version  # noqa: E402
 
 T = TypeVar("T")
 Object = dict[str, Any]

@@ -1,8 +1,8 @@
 """Benchmark: the resolver's share of one daemon pass, at the shapes of bench/daemon_scale.py.
 
 A daemon pass of one Resolution resolves its one package against the Catalog it selects, with
-every other input's bundle held (joint resolution: :func:`pivoter.resolutions.resolve.resolve`,
-exactly as :mod:`pivoter.resolutions.engine` calls it). At factor F the catalog holds 100·F
+every other input's bundle held (joint resolution: :func:`pivoter.inputs.resolve.resolve`,
+exactly as :mod:`pivoter.inputs.engine` calls it). At factor F the catalog holds 100·F
 packages of one bundle each (``p0000``...; the first 100 with a second version, as after one
 catalog change) and 100·F - 1 bundles are held. In process, no cluster: this is the part of a
 pass that grows with the number of inputs through the resolver (the catalog's index and the
@@ -12,7 +12,7 @@ Each pass gets fresh ``CatalogInput`` and ``Held`` objects, as the daemon builds
 pass, over the same loaded ``Catalog`` (the daemon's catalog cache keeps one per content).
 
 Also timed: the scan of every other input's pivot record that each pass makes to find the
-pivots in progress (:func:`pivoter.resolutions.targets.pivot_targets` over 100·F cached
+pivots in progress (:func:`pivoter.inputs.targets.pivot_targets` over 100·F cached
 Resolutions, all settled: each with the status a finished pivot leaves).
 
 Usage: python bench/resolve_pass.py [--factors 1,3,10] [--passes 50] [--rounds 5]
@@ -32,9 +32,9 @@ from typing import Any, cast
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from pivoter.inputs.resolve import resolve
+from pivoter.inputs.targets import Ledger, pivot_targets
 from pivoter.kube import Kube
-from pivoter.resolutions.resolve import resolve
-from pivoter.resolutions.targets import Ledger, pivot_targets
 from pivoter.resolvesets import RevisionStore
 from resolver.catalog.load import load_objects
 from resolver.catalog.model import Catalog, Origin

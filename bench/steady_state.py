@@ -50,8 +50,8 @@ sys.path.insert(0, str(ROOT))
 import grpc  # noqa: E402
 import yaml  # noqa: E402
 
+from pivoter.inputs.resolve import ResolveProblem, resolve  # noqa: E402
 from pivoter.kube import Kube, Resource, load_client  # noqa: E402
-from pivoter.resolutions.resolve import ResolveProblem, resolve  # noqa: E402
 from provisioners.apply.applier import Applier, Owner  # noqa: E402
 from provisioners.apply.kubeapi import KubeAPI  # noqa: E402
 from resolver.catalog.load import load_directory  # noqa: E402

@@ -16,8 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from tests.inputs.helpers import Publisher, Version, config_map, missing_kind
 from tests.provisioners.oci import Pusher
-from tests.resolutions.helpers import Publisher, Version, config_map, missing_kind
 
 NAMESPACE = "demo-apps"
 

@@ -1,7 +1,7 @@
 """The input kinds: the objects that ask pivoter to resolve packages and pivot them, listed once.
 
 pivoter takes three kinds of input, all resolved and pivoted by the shared engine
-(:mod:`pivoter.resolutions`): its own ``Resolution`` (``pivoter.io``), OpenShift's
+(:mod:`pivoter.inputs`): its own ``Resolution`` (``pivoter.io``), OpenShift's
 ``PlatformOperator`` (``platform.openshift.io``) and OLM v1's ``ClusterExtension``
 (``olm.operatorframework.io``). An :class:`InputKind` holds what the rooms need to know about
 one of them as an API: its resource, where its spec names the identity its bundles install as,
@@ -14,7 +14,7 @@ resolution while another list had them (issue 27). ``tests/unit/test_input_kinds
 any other collection of input kinds in ``pivoter/``.
 
 What each kind does differently (reading its spec, writing its status, what deletion means)
-stays with its controller, in a :class:`pivoter.resolutions.Kind` built for one of these.
+stays with its controller, in a :class:`pivoter.inputs.Kind` built for one of these.
 """
 
 from __future__ import annotations

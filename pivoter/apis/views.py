@@ -17,8 +17,8 @@ The pin (which ResolveSet revision an input stays on) is read in one place,
 One module for the three kinds, beside the schema modules of their groups (:mod:`.pivoter`,
 :mod:`.platform`, :mod:`.olmv1`, which say what the API server enforces): they share the
 metadata and the pin, which is the point of reading them here. pivoter's
-:class:`~pivoter.resolutions.InputSpec` is built from these views by the readers of each kind
-(:mod:`pivoter.resolutions.spec`, :mod:`pivoter.olmv1.extensions`,
+:class:`~pivoter.inputs.InputSpec` is built from these views by the readers of each kind
+(:mod:`pivoter.inputs.spec`, :mod:`pivoter.olmv1.extensions`,
 :mod:`pivoter.platformoperators.controller`).
 """
 

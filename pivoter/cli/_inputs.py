@@ -15,8 +15,8 @@ from typing import Any
 from pivoter.apis.inputs import input_kind
 from pivoter.cli.exitcodes import ExitCode
 from pivoter.cli.output import error
+from pivoter.inputs import ANNOTATION_PINNED_REVISION
 from pivoter.kube import Kube, KubeConfigError, KubeError, NotFound, Resource, load_client
-from pivoter.resolutions import ANNOTATION_PINNED_REVISION
 from pivoter.resolvesets import InputRef, RevisionStore
 
 __all__ = ["ANNOTATION_PINNED_REVISION", "InputError", "Target", "run_on_input"]

@@ -39,7 +39,7 @@ def register(subparsers: Subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     """Handle ``pivoter approve``."""
     from pivoter.cli._inputs import InputError, run_on_input
-    from pivoter.resolutions import ANNOTATION_APPROVED_REVISION
+    from pivoter.inputs import ANNOTATION_APPROVED_REVISION
 
     def body(target: Target) -> int:
         number = args.revision

@@ -4,7 +4,7 @@ The path is the one ``catalog test`` prints for the chosen entry (the resolver's
 choice, :meth:`resolver.channeltest.graph.ChannelGraph.path`), from ``--from`` (default: the
 lowest version of the channel) to where it ends. This process serves ``DIR`` over HTTP (as
 ``pivoter catalog serve``), creates a temporary Catalog reading it, and lets
-:class:`pivoter.resolutions.walk.Walker` drive a temporary Resolution through the versions with
+:class:`pivoter.inputs.walk.Walker` drive a temporary Resolution through the versions with
 the daemon (``pivoter run``) that watches the cluster; each step's outcome is printed as it
 ends. The Resolution (and so what it installed) and the Catalog are deleted at the end.
 
@@ -28,8 +28,8 @@ from pivoter.cli.flags import Address, Count, HostPort, Seconds, Url, VersionTex
 from pivoter.cli.output import emit, error
 
 if TYPE_CHECKING:
+    from pivoter.inputs.walk import StepOutcome, Walker
     from pivoter.kube import Kube
-    from pivoter.resolutions.walk import StepOutcome, Walker
     from resolver.catalog.model import Catalog
 
 __all__ = ["PathError", "add_flags", "live_path", "run"]
@@ -152,8 +152,8 @@ def run(args: argparse.Namespace) -> int:
     from pivoter.catalogserver.httpserver import CatalogHTTPServer
     from pivoter.catalogserver.reload import Reloader
     from pivoter.cli.listen import check_bindable
+    from pivoter.inputs.walk import Walker
     from pivoter.kube import Kube, KubeConfigError, KubeError, load_client
-    from pivoter.resolutions.walk import Walker
     from resolver.catalog.errors import CatalogLoadError
     from resolver.channeltest.loading import load_for_test
 

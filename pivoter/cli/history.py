@@ -12,7 +12,7 @@ from pivoter.cli.output import emit
 
 if TYPE_CHECKING:
     from pivoter.cli._inputs import Target
-    from pivoter.resolutions import Record
+    from pivoter.inputs import Record
     from resolver.resolveset import ResolveSet
 
 __all__ = ["history_rows", "register", "run"]
@@ -50,7 +50,7 @@ def history_rows(target: Target) -> list[dict[str, Any]]:
     """One row per stored revision, oldest first."""
     from pivoter.apis.inputs import parse_input
     from pivoter.apis.views import FieldError
-    from pivoter.resolutions import Record, plan, summary
+    from pivoter.inputs import Record, plan, summary
     from resolver.resolveset import ResolveSetError
 
     rows = []

@@ -57,7 +57,7 @@ def _why_not_newer(status: dict[str, Any]) -> str:
 
 
 def _plan(target: Target) -> dict[str, Any]:
-    from pivoter.resolutions import plan
+    from pivoter.inputs import plan
     from resolver.resolveset import ResolveSetError
 
     pending = target.status.get("pendingPlan")
@@ -90,7 +90,7 @@ def _plan(target: Target) -> dict[str, Any]:
 
 
 def _human(data: dict[str, Any]) -> str:
-    from pivoter.resolutions import summary
+    from pivoter.inputs import summary
 
     why = [f"why not newer: {data['whyNotNewer']}"] if data.get("whyNotNewer") else []
     if data.get("problem") and not data.get("pending"):

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from pivoter import catalogs, olmv0, olmv1, platformoperators, resolutions, resolvesets
+from pivoter import catalogs, inputs, olmv0, olmv1, platformoperators, resolvesets
 from pivoter.apis.resources import PLATFORM_OPERATORS, RESOLUTIONS
 from pivoter.catalogs import CatalogCache, SourceSettings
 from pivoter.contentserver import ContentServer
@@ -29,10 +29,10 @@ from pivoter.controllers.bundle import BundleReconciler
 from pivoter.daemon.hooks import Hooks
 from pivoter.daemon.settings import Scope, Settings, own_namespace
 from pivoter.daemon.webhook import start_webhook
+from pivoter.inputs import InputReconciler
 from pivoter.kube import EventRecorder, NotFound, Resource, Unavailable
 from pivoter.kube.identities import Identities
 from pivoter.pivot import Preparer, keep_on_delete
-from pivoter.resolutions import InputReconciler
 from pivoter.resolvesets import RevisionStore
 from pivoter.runtime import Manager
 
@@ -142,13 +142,13 @@ def _catalogs_and_inputs(
     )
     revisions = product.revisions = resolvesets.setup(manager, namespace=product.namespace)
     preparer = Preparer(manager.kube, product.bundles, Identities(manager.kube))
-    inputs = settings.scope is Scope.ALL
-    if inputs:
+    every_input = settings.scope is Scope.ALL
+    if every_input:
         # An input kind whose CRD is not installed would keep the informers from ever syncing
         # (and every controller from starting): set up only the served ones (all of them when
         # the API server cannot be asked; deploy/ installs every CRD).
         if not reachable or _served(manager, RESOLUTIONS):
-            product.resolutions = resolutions.setup(
+            product.resolutions = inputs.setup(
                 manager, cache=cache, store=revisions, preparer=preparer, recorder=recorder
             )
         if not reachable or _served(manager, PLATFORM_OPERATORS):
@@ -175,10 +175,10 @@ def _catalogs_and_inputs(
             source_settings=settings.cluster_catalog_sources
             or SourceSettings(workdir=Path(tempfile.mkdtemp(prefix="pivoter-clustercatalogs-"))),
             recorder=recorder,
-            extensions=inputs,
+            extensions=every_input,
         )
         _serve_catalogd(settings, product, product.olmv1)
-    if inputs and settings.adopt_olmv0:
+    if every_input and settings.adopt_olmv0:
         if reachable and _served(manager, olmv0.SUBSCRIPTIONS):
             product.adopter = olmv0.controller.setup(manager, recorder, on_step=hooks.adoption_step)
         else:

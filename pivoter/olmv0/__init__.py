@@ -4,7 +4,7 @@
   InstallPlans;
 * :mod:`~pivoter.olmv0.refusals` says what cannot be adopted safely, and why;
 * :mod:`~pivoter.olmv0.mapping` maps a Subscription to the Resolution that takes it over;
-* :mod:`~pivoter.olmv0.plan` is what ``pivoter adopt --dry-run`` prints;
+* :mod:`~pivoter.olmv0.adoptionplan` is what ``pivoter adopt --dry-run`` prints;
 * :mod:`~pivoter.olmv0.handover` runs an adoption step by step (crash-safe);
 * :mod:`~pivoter.olmv0.quiet` tells when OLM v0 has stopped writing a CSV's objects;
 * :mod:`~pivoter.olmv0.controller` is the daemon's opt-in adoption controller;
@@ -14,7 +14,7 @@ Used by ``pivoter adopt`` and ``pivoter run --adopt-olmv0``; docs/migrate-from-o
 """
 
 from pivoter.olmv0 import controller, handover, mapping, undo
-from pivoter.olmv0.plan import plan_for
+from pivoter.olmv0.adoptionplan import plan_for
 from pivoter.olmv0.refusals import namespace_refusals, refusals
 from pivoter.olmv0.resources import SUBSCRIPTIONS
 from pivoter.olmv0.survey import InstalledOperator, NamespaceSurvey, survey

@@ -41,6 +41,7 @@ from typing import Any
 from pivoter.apis.inventory import inventory_of
 from pivoter.apis.pivoter import TYPE_PROGRESSING, TYPE_RESOLVED
 from pivoter.apis.resources import RESOLUTIONS
+from pivoter.inputs.record import Record
 from pivoter.kube import Conflict, Kube, NotFound, Object
 from pivoter.olmv0 import quiet
 from pivoter.olmv0.mapping import (
@@ -61,7 +62,6 @@ from pivoter.olmv0.resources import (
 )
 from pivoter.olmv0.survey import InstalledOperator
 from pivoter.pivot import Children, ChildState, Phase, state_of
-from pivoter.resolutions.record import Record
 from pivoter.resolvesets import InputRef
 
 __all__ = [

@@ -1,6 +1,6 @@
 """A ClusterExtension read as a pivoter input: :func:`extension_spec` turns the object, read through
 its typed view (:class:`pivoter.apis.views.ClusterExtensionView`, which names the field of an object
-it cannot read), into the :class:`~pivoter.resolutions.InputSpec` the shared engine works from.
+it cannot read), into the :class:`~pivoter.inputs.InputSpec` the shared engine works from.
 
 Every upstream field keeps its meaning (docs/olm-v1.md has the table):
 
@@ -43,9 +43,9 @@ from pivoter.apis.views import (
     ANNOTATION_HISTORY_LIMIT,
     ClusterExtensionView,
 )
+from pivoter.inputs import InputSpec
+from pivoter.inputs.catalogs import CLUSTER_CATALOG
 from pivoter.pivot import ChildSettings
-from pivoter.resolutions import InputSpec
-from pivoter.resolutions.catalogs import CLUSTER_CATALOG
 from pivoter.resolvesets import InputRef
 from resolver import profiles
 from resolver.rules.inputs import PackageRequest

@@ -19,13 +19,13 @@ from typing import Any
 from pivoter.apis.resources import CLUSTER_CATALOGS, CLUSTER_EXTENSIONS
 from pivoter.catalogs import CatalogCache, SourceSettings
 from pivoter.catalogserver.httpserver import CatalogHTTPServer
+from pivoter.inputs import InputReconciler, Kind
+from pivoter.inputs.controller import register
 from pivoter.kube import EventRecorder
 from pivoter.olmv1.clustercatalogs import ClusterCatalogReconciler, ServedCatalogs
 from pivoter.olmv1.extensions import ExtensionSettings, extension_spec
 from pivoter.olmv1.status import status_function
 from pivoter.pivot import Preparer
-from pivoter.resolutions import InputReconciler, Kind
-from pivoter.resolutions.controller import register
 from pivoter.resolvesets import RevisionStore
 from pivoter.runtime.manager import Manager
 

@@ -1,4 +1,4 @@
-"""A ClusterExtension's status from an engine :class:`~pivoter.resolutions.Outcome`, in OLM v1's
+"""A ClusterExtension's status from an engine :class:`~pivoter.inputs.Outcome`, in OLM v1's
 words: ``status.install.bundle`` and the conditions ``Installed``, ``Progressing``,
 ``Deprecated``, ``PackageDeprecated``, ``ChannelDeprecated`` and ``BundleDeprecated`` with
 operator-controller's reasons and messages, so that ``kubectl wait`` lines and tools written for
@@ -31,12 +31,12 @@ from pivoter.apis import olmv1
 from pivoter.apis.conditions import FALSE, TRUE, Condition, set_condition, set_conditions
 from pivoter.apis.views import ClusterExtensionView
 from pivoter.catalogs import CatalogCache
+from pivoter.inputs import Outcome
+from pivoter.inputs.facts import ProgressState, ResolutionState
+from pivoter.inputs.status import shared_dependencies, up_to_date
 from pivoter.olmv1.deprecation import deprecation_conditions
 from pivoter.olmv1.extensions import INVALID_CONFIGURATION, extension_spec, package_of
 from pivoter.pivot import ChildState, FailureCause
-from pivoter.resolutions import Outcome
-from pivoter.resolutions.facts import ProgressState, ResolutionState
-from pivoter.resolutions.status import shared_dependencies, up_to_date
 from resolver.catalog.model import Deprecation
 from resolver.resolveset import ResolveSet
 
@@ -201,7 +201,7 @@ def extension_status(
 def status_function(
     cache: CatalogCache,
 ) -> Callable[[Mapping[str, Any], Outcome, int], dict[str, Any]]:
-    """The ``status_of`` of the ClusterExtension :class:`~pivoter.resolutions.Kind`, reading
+    """The ``status_of`` of the ClusterExtension :class:`~pivoter.inputs.Kind`, reading
     deprecations from the ClusterCatalogs in ``cache``."""
 
     def deprecation_of(catalog: str, package: str) -> Any:

@@ -4,7 +4,7 @@ BundleDeployments, and revert the whole group to the last successful revision on
 :class:`PivotMachine` is the state machine (docs/pivot.md), :class:`Children` the child
 BundleDeployments it writes and reads, :mod:`pivoter.pivot.naming` their names within rukpak's
 45-character limit. Called by the Resolution and PlatformOperator controllers
-(:mod:`pivoter.resolutions.engine`).
+(:mod:`pivoter.inputs.engine`).
 """
 
 from pivoter.pivot.children import (
@@ -20,7 +20,7 @@ from pivoter.pivot.children import (
     keep_on_delete,
     state_of,
 )
-from pivoter.pivot.machine import Event, PivotMachine, PivotPlan, StepResult
+from pivoter.pivot.machine import Event, PivotJob, PivotMachine, StepResult
 from pivoter.pivot.naming import (
     ANNOTATION_BUNDLE,
     ANNOTATION_INPUT,
@@ -56,8 +56,8 @@ __all__ = [
     "Pending",
     "Phase",
     "PivotHead",
+    "PivotJob",
     "PivotMachine",
-    "PivotPlan",
     "PivotRecord",
     "PrepareFailed",
     "Prepared",

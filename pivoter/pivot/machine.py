@@ -19,7 +19,7 @@ Each transition is persisted through the caller's ``persist`` callback *before* 
 phase's action runs, and every action is idempotent, so a daemon killed anywhere resumes the
 recorded phase on restart. The machine never decides *whether* to pivot (the input controllers
 do: new selection, approval, pin); it only carries a started pivot to an end. Called by
-:mod:`pivoter.resolutions.engine`; it reaches the cluster only through the two boundaries of
+:mod:`pivoter.inputs.engine`; it reaches the cluster only through the two boundaries of
 :mod:`pivoter.pivot.ports`, so tests/pivot/test_machine_units.py drives it in memory.
 """
 
@@ -47,7 +47,7 @@ from pivoter.pivot.state import FailureCause, Phase, PivotRecord
 from pivoter.resolvesets import InputRef
 from resolver.resolveset import Entry, ResolveSet
 
-__all__ = ["Event", "PivotMachine", "PivotPlan", "StepResult"]
+__all__ = ["Event", "PivotJob", "PivotMachine", "StepResult"]
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +64,7 @@ Event = tuple[str, str, str]
 
 
 @dataclass(frozen=True, slots=True)
-class PivotPlan:
+class PivotJob:
     """What one pivot installs, and how."""
 
     ref: InputRef
@@ -107,7 +107,7 @@ class PivotMachine:
 
     def run(
         self,
-        plan: PivotPlan,
+        plan: PivotJob,
         record: PivotRecord,
         persist: Callable[[PivotRecord], None],
     ) -> StepResult:
@@ -144,7 +144,7 @@ class PivotMachine:
 
     # -- the actions of each phase -------------------------------------------------------------
 
-    def _act(self, plan: PivotPlan, result: StepResult) -> None:
+    def _act(self, plan: PivotJob, result: StepResult) -> None:
         record = result.record
         result.requeue_after = None
         if record.phase is Phase.PREPARING:
@@ -162,7 +162,7 @@ class PivotMachine:
         elif record.phase is Phase.ROLLING_BACK:
             self._roll_back(plan, result)
 
-    def _prepare(self, plan: PivotPlan, result: StepResult) -> None:
+    def _prepare(self, plan: PivotJob, result: StepResult) -> None:
         record = result.record
         try:
             desired = [self._desired(plan, e, record.revision) for e in plan.target.entries]
@@ -187,7 +187,7 @@ class PivotMachine:
         result.record = record.to(Phase.APPLYING, waves=prepared.waves, applied_waves=0)
         result.events.append(_prepared_event(record.revision, prepared))
 
-    def _apply_wave(self, plan: PivotPlan, result: StepResult) -> None:
+    def _apply_wave(self, plan: PivotJob, result: StepResult) -> None:
         """Apply the next wave of children once every earlier wave is installed."""
         record = result.record
         waves = record.waves or (tuple(e.package for e in plan.target.entries),)
@@ -219,7 +219,7 @@ class PivotMachine:
         phase = Phase.WAITING if applied >= len(waves) else Phase.APPLYING
         result.record = record.to(phase, applied_waves=applied, failing_since=None)
 
-    def _wait(self, plan: PivotPlan, result: StepResult) -> None:
+    def _wait(self, plan: PivotJob, result: StepResult) -> None:
         record = result.record
         existing = self.children.list()
         for entry in plan.target.entries:
@@ -239,9 +239,7 @@ class PivotMachine:
             return
         self._keep_waiting(plan, result, reports)
 
-    def _keep_waiting(
-        self, plan: PivotPlan, result: StepResult, reports: list[ChildReport]
-    ) -> None:
+    def _keep_waiting(self, plan: PivotJob, result: StepResult, reports: list[ChildReport]) -> None:
         """Wait on the children of ``reports``: fail the pivot on a child that stays failed or
         when the progress deadline passes, else look again later."""
         record = result.record
@@ -273,7 +271,7 @@ class PivotMachine:
         self._fail(plan, result, _bundle_of(plan.target, culprit.package), why, cause)
 
     def _fail(
-        self, plan: PivotPlan, result: StepResult, bundle: str, why: str, cause: FailureCause
+        self, plan: PivotJob, result: StepResult, bundle: str, why: str, cause: FailureCause
     ) -> None:
         """End the pivot on ``bundle``'s failure (``cause`` says why, ``why`` in words): roll
         back, or stop when that is not possible."""
@@ -298,7 +296,7 @@ class PivotMachine:
                 failing_since=None,
             )
 
-    def _roll_back(self, plan: PivotPlan, result: StepResult) -> None:
+    def _roll_back(self, plan: PivotJob, result: StepResult) -> None:
         record = result.record
         assert plan.previous is not None
         assert record.previous is not None
@@ -341,7 +339,7 @@ class PivotMachine:
 
     # -- helpers -------------------------------------------------------------------------------
 
-    def _desired(self, plan: PivotPlan, entry: Entry, revision: int) -> Object:
+    def _desired(self, plan: PivotJob, entry: Entry, revision: int) -> Object:
         return desired_child(
             plan.ref,
             entry,
@@ -368,7 +366,7 @@ def _bundle_of(resolveset: ResolveSet, package: str) -> str:
     return package
 
 
-def _describe(plan: PivotPlan, report: ChildReport) -> str:
+def _describe(plan: PivotJob, report: ChildReport) -> str:
     bundle = _bundle_of(plan.target, report.package)
     where = f" (BundleDeployment {report.name})" if report.name else ""
     return words.NOT_READY.format(
@@ -376,7 +374,7 @@ def _describe(plan: PivotPlan, report: ChildReport) -> str:
     )
 
 
-def _failure_message(plan: PivotPlan, report: ChildReport) -> str:
+def _failure_message(plan: PivotJob, report: ChildReport) -> str:
     bundle = _bundle_of(plan.target, report.package)
     return words.FAILED_CHILD.format(
         bundle=bundle,
@@ -395,7 +393,7 @@ def _prepared_event(revision: int, prepared: Prepared) -> Event:
     )
 
 
-def _event_for(plan: PivotPlan, record: PivotRecord) -> Event | None:
+def _event_for(plan: PivotJob, record: PivotRecord) -> Event | None:
     fields = {"revision": record.revision, "previous": record.previous, "why": record.message}
     texts = {
         Phase.WAITING: ("Normal", "PivotApplied", words.EVENT_APPLIED),

@@ -84,7 +84,7 @@ def parse_time(text: str | None) -> float | None:
 @dataclass(frozen=True, slots=True)
 class PivotHead:
     """The phase and revisions of a stored pivot record, read without the rest: what another
-    input's pass needs of every input's record (:mod:`pivoter.resolutions.targets`)."""
+    input's pass needs of every input's record (:mod:`pivoter.inputs.targets`)."""
 
     phase: Phase
     revision: int

@@ -17,11 +17,11 @@ from typing import Any
 from pivoter.apis.resources import PLATFORM_OPERATORS
 from pivoter.apis.views import PlatformOperatorView
 from pivoter.catalogs import CatalogCache
+from pivoter.inputs import InputReconciler, InputSpec, Kind
+from pivoter.inputs.controller import register
 from pivoter.kube import EventRecorder
 from pivoter.pivot import Preparer
 from pivoter.platformoperators.status import platform_operator_status
-from pivoter.resolutions import InputReconciler, InputSpec, Kind
-from pivoter.resolutions.controller import register
 from pivoter.resolvesets import InputRef, RevisionStore
 from pivoter.runtime.manager import Manager
 from resolver.rules.inputs import PackageRequest

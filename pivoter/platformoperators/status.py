@@ -1,4 +1,4 @@
-"""A PlatformOperator's status from an engine :class:`~pivoter.resolutions.engine.Outcome`.
+"""A PlatformOperator's status from an engine :class:`~pivoter.inputs.engine.Outcome`.
 
 The reference's contract: one condition ``Installed`` with the reasons ``SourceFailed`` (no
 bundle of the package can be found), ``UnpackPending``, ``InstallPending``, ``InstallFailed`` and
@@ -15,9 +15,9 @@ from typing import Any
 from pivoter.apis import platform
 from pivoter.apis.conditions import FALSE, TRUE, Condition, set_conditions
 from pivoter.apis.views import PlatformOperatorView
+from pivoter.inputs.engine import Outcome
+from pivoter.inputs.status import shared_dependencies, up_to_date
 from pivoter.pivot import ChildState, child_name
-from pivoter.resolutions.engine import Outcome
-from pivoter.resolutions.status import shared_dependencies, up_to_date
 from pivoter.resolvesets import InputRef
 
 __all__ = ["installed_condition", "platform_operator_status"]

@@ -3,7 +3,7 @@
 The rule (cert-manager's revisionmanager, plus pivoter's protections): keep the newest ``keep``
 revisions, always keep every protected revision (the active one and the last successful one, the
 revisions a rollback needs). When it runs at all (only while the input is settled, never during a
-pivot) is decided by :mod:`pivoter.resolutions.collector`. Called by
+pivot) is decided by :mod:`pivoter.inputs.collector`. Called by
 :meth:`pivoter.resolvesets.RevisionStore.collect_garbage`.
 """
 

@@ -186,7 +186,7 @@ class RevisionStore:
     ) -> builtins.list[int]:
         """Delete revisions of ``ref`` beyond the newest ``keep``, never one in ``protect``
         (the active and last successful revisions). Returns the numbers deleted, oldest first.
-        The caller decides when (:mod:`pivoter.resolutions.collector`: only while the input is
+        The caller decides when (:mod:`pivoter.inputs.collector`: only while the input is
         settled)."""
         revisions = {r.number: r for r in self.list(ref)}
         doomed = revisions_to_remove(revisions, keep=keep, protect=protect)

@@ -3,7 +3,7 @@ over in place (same uids, no Deployment rollout), OLM v0 lets go (Subscription, 
 CSV gone, nothing left carrying its owner marks), and the next catalog version reaches the
 operator as a pivoter pivot. Refusals are shown on real OLM v0 objects too.
 
-The pivoter controllers run in this process (the ``env`` fixture of tests/resolutions); the
+The pivoter controllers run in this process (the ``env`` fixture of tests/inputs); the
 command runs as ``pivoter adopt`` does for a user, in a subprocess.
 """
 
@@ -27,12 +27,12 @@ from pivoter.olmv0.mapping import ANNOTATION_ADOPTION, resolution_name
 from pivoter.olmv0.resources import INSTALL_PLANS, LABEL_OWNER
 from tests.catalogs.conftest import CatalogServer
 from tests.cluster import TestCluster, session_labels, unique_name, wait_for
+from tests.inputs.conftest import Env, is_
 from tests.olmv0.content import BundleDir, new_version, push_bundle, read_bundle, write_fbc
 from tests.olmv0.differences import field_differences
 from tests.olmv0.peer import CSVS, SUBSCRIPTIONS, OlmV0
 from tests.olmv0.test_differential_cluster import MODES, bundles, stubs
 from tests.registry_v1.helpers import bundle
-from tests.resolutions.conftest import Env, is_
 
 pytestmark = [pytest.mark.cluster, pytest.mark.kwok, pytest.mark.timeout(600)]
 

@@ -27,6 +27,7 @@ from pivoter.olmv0.resources import LABEL_OWNER
 from tests.cluster import TestCluster, wait_for
 from tests.e2e import hooked
 from tests.e2e.daemon import Daemon
+from tests.inputs.conftest import Env
 from tests.olmv0.content import BundleDir, read_bundle
 from tests.olmv0.peer import CSVS, SUBSCRIPTIONS, OlmV0
 from tests.olmv0.test_adopt_cluster import (
@@ -38,7 +39,6 @@ from tests.olmv0.test_adopt_cluster import (
     _uids,
 )
 from tests.registry_v1.helpers import bundle
-from tests.resolutions.conftest import Env
 
 pytestmark = [pytest.mark.cluster, pytest.mark.kwok, pytest.mark.timeout(900)]
 

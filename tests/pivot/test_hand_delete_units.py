@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
+from pivoter.inputs.engine import Draft, _recreated
+from pivoter.inputs.record import Record
+from pivoter.inputs.status import healthy, installed
 from pivoter.kube import NotFound, Resource, Unavailable
 from pivoter.pivot import Children, ChildReport, ChildState, keep_on_delete
 from pivoter.platformoperators.status import platform_operator_status
-from pivoter.resolutions.engine import Draft, _recreated
-from pivoter.resolutions.record import Record
-from pivoter.resolutions.status import healthy, installed
 from pivoter.resolvesets import InputRef, input_names
 from resolver.resolveset import Entry, ResolveSet
 

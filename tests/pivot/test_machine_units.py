@@ -1,7 +1,7 @@
 """The pivot state machine (:class:`pivoter.pivot.PivotMachine`) driven in memory: every phase,
 every transition and every failure path, with the fakes of tests/pivot/fakes.py in place of the
 child BundleDeployments and of the ``Preparing`` phase. No cluster: the same behaviour on a real
-API server is in tests/resolutions/ (test_resume_cluster.py, test_kill_cluster.py, ...).
+API server is in tests/inputs/ (test_resume_cluster.py, test_kill_cluster.py, ...).
 
 The scenario: input ``Resolution/web`` has revision 1 installed (db 1.0.0, web 1.0.0, cache
 1.0.0, all Ready) and pivots to revision 2 (db 2.0.0, web 2.0.0 requiring db, metrics 1.0.0;
@@ -78,8 +78,8 @@ from pivoter.pivot import (
     Event,
     Pending,
     Phase,
+    PivotJob,
     PivotMachine,
-    PivotPlan,
     PivotRecord,
     PrepareFailed,
     StepResult,
@@ -128,8 +128,8 @@ ON_V2 = {"db": ("db.v2.0.0", "2"), "web": ("web.v2.0.0", "2"), "metrics": ("metr
 WEB_BROKEN = {"web.v2.0.0": Outcome(ChildState.FAILED, message="ConfigMap web is invalid")}
 
 
-def plan(target: ResolveSet = V2, previous: ResolveSet | None = V1, **changes: Any) -> PivotPlan:
-    return PivotPlan(REF, OWNER, target, previous, deadline_seconds=DEADLINE, **changes)
+def plan(target: ResolveSet = V2, previous: ResolveSet | None = V1, **changes: Any) -> PivotJob:
+    return PivotJob(REF, OWNER, target, previous, deadline_seconds=DEADLINE, **changes)
 
 
 def install(children: FakeChildren, resolveset: ResolveSet, revision: int) -> None:
@@ -167,14 +167,14 @@ class Harness:
     def start(self, revision: int = 2, previous: int | None = 1) -> PivotRecord:
         return self.machine.start(revision, previous)
 
-    def run(self, the_plan: PivotPlan, record: PivotRecord) -> StepResult:
+    def run(self, the_plan: PivotJob, record: PivotRecord) -> StepResult:
         step = self.machine.run(the_plan, record, self.persist)
         self.events += step.events
         return step
 
     def drive(
         self,
-        the_plan: PivotPlan,
+        the_plan: PivotJob,
         record: PivotRecord,
         *,
         check: Callable[[StepResult], None] | None = None,
@@ -863,7 +863,7 @@ def test_running_twice_changes_nothing() -> None:
             step: StepResult,
             h: Harness = h,
             seen: set[Phase] = seen,
-            the_plan: PivotPlan = the_plan,
+            the_plan: PivotJob = the_plan,
             name: str = name,
         ) -> None:
             before = (len(h.persisted), h.children.snapshot(), list(h.children.applied))

@@ -12,31 +12,31 @@ from typing import Any
 
 import pytest
 
+from pivoter.inputs.engine import Draft
+from pivoter.inputs.facts import ResolutionState, Resolved, progress_of
+from pivoter.inputs.record import Record
+from pivoter.inputs.status import resolution_status
 from pivoter.olmv1.status import extension_status
-from pivoter.pivot import FailureCause, Phase, PivotPlan, PivotRecord, words
+from pivoter.pivot import FailureCause, Phase, PivotJob, PivotRecord, words
 from pivoter.pivot.children import ChildState
 from pivoter.pivot.prepare import Pending, PrepareFailed
 from pivoter.platformoperators.status import platform_operator_status
-from pivoter.resolutions.engine import Draft
-from pivoter.resolutions.facts import ResolutionState, Resolved, progress_of
-from pivoter.resolutions.record import Record
-from pivoter.resolutions.status import resolution_status
 from resolver.resolveset import ResolveSet
 from tests.pivot.fakes import Outcome
 from tests.pivot.test_machine_units import DEADLINE, V1, Harness, entry, harness, plan
 
 MARKER = "REWORDED spec.config: the progress deadline of 1s passed; "
 
-Scenario = Callable[[], tuple[Harness, PivotPlan, PivotRecord]]
+Scenario = Callable[[], tuple[Harness, PivotJob, PivotRecord]]
 
 
-def _succeeds() -> tuple[Harness, PivotPlan, PivotRecord]:
+def _succeeds() -> tuple[Harness, PivotJob, PivotRecord]:
     h = harness()
     return h, plan(), h.start()
 
 
 def _child_fails(**changes: Any) -> Scenario:
-    def scenario() -> tuple[Harness, PivotPlan, PivotRecord]:
+    def scenario() -> tuple[Harness, PivotJob, PivotRecord]:
         h = harness({"web.v2.0.0": Outcome(ChildState.FAILED, "InstallFailed", "bad ConfigMap")})
         return h, plan(**changes), h.start()
 
@@ -44,7 +44,7 @@ def _child_fails(**changes: Any) -> Scenario:
 
 
 def _prepare_fails(cause: FailureCause, *, first: bool) -> Scenario:
-    def scenario() -> tuple[Harness, PivotPlan, PivotRecord]:
+    def scenario() -> tuple[Harness, PivotJob, PivotRecord]:
         h = harness(installed=None if first else V1)
         h.preparer.result = PrepareFailed("web", "web.v2.0.0", "spec.config.x: unknown", cause)
         previous = None if first else V1
@@ -53,24 +53,24 @@ def _prepare_fails(cause: FailureCause, *, first: bool) -> Scenario:
     return scenario
 
 
-def _unpacks_forever() -> tuple[Harness, PivotPlan, PivotRecord]:
+def _unpacks_forever() -> tuple[Harness, PivotJob, PivotRecord]:
     h = harness()
     h.preparer.result = Pending(("web.v2.0.0",))
     return h, plan(), h.start()
 
 
-def _never_ready() -> tuple[Harness, PivotPlan, PivotRecord]:
+def _never_ready() -> tuple[Harness, PivotJob, PivotRecord]:
     h = harness({"web.v2.0.0": Outcome(ChildState.PENDING, message="waiting")})
     return h, plan(), h.start()
 
 
-def _no_image() -> tuple[Harness, PivotPlan, PivotRecord]:
+def _no_image() -> tuple[Harness, PivotJob, PivotRecord]:
     h = harness()
     target = ResolveSet((entry("db", "2.0.0"), entry("web", "2.0.0", image="")))
     return h, plan(target=target), h.start()
 
 
-def _rollback_stalls() -> tuple[Harness, PivotPlan, PivotRecord]:
+def _rollback_stalls() -> tuple[Harness, PivotJob, PivotRecord]:
     h = harness(
         {
             "web.v2.0.0": Outcome(ChildState.FAILED, "InstallFailed", "bad ConfigMap"),
@@ -107,7 +107,7 @@ EXTENSION = {
 PLATFORM_OPERATOR = {"metadata": {"name": "web"}, "spec": {"package": {"name": "web"}}}
 
 
-def _drive(h: Harness, the_plan: PivotPlan, record: PivotRecord) -> PivotRecord:
+def _drive(h: Harness, the_plan: PivotJob, record: PivotRecord) -> PivotRecord:
     for _ in range(60):
         step = h.run(the_plan, record)
         record = step.record

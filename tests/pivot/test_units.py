@@ -1,6 +1,6 @@
 """Pure logic of the grouped pivot and the input engine: child names within rukpak's limit, the
 state a child's conditions mean, the persisted pivot record, revision bookkeeping, plans and
-catalog selectors. No cluster (the behaviour on a cluster is in tests/resolutions/)."""
+catalog selectors. No cluster (the behaviour on a cluster is in tests/inputs/)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from pivoter.inputs import Record, from_resolution, plan, summary
+from pivoter.inputs.catalogs import SelectorError, selector_string
 from pivoter.pivot import (
     MAX_CHILD_NAME,
     ChildState,
@@ -19,8 +21,6 @@ from pivoter.pivot import (
     desired_child,
     state_of,
 )
-from pivoter.resolutions import Record, from_resolution, plan, summary
-from pivoter.resolutions.catalogs import SelectorError, selector_string
 from pivoter.resolvesets import InputRef
 from resolver.resolveset import Entry, ResolveSet
 

@@ -39,7 +39,7 @@ FORBIDDEN = (
     "pivoter.platformoperators",
     "pivoter.daemon",
     "pivoter.catalogserver",
-    "pivoter.resolutions",
+    "pivoter.inputs",
     "pivoter.observability",
 )
 """Packages no ``pivoter --help`` (nor ``version``) has any business importing."""

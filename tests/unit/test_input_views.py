@@ -40,6 +40,7 @@ from pivoter.apis.views import (
     SelectorRequirement,
     ServiceAccountRef,
 )
+from pivoter.inputs import from_resolution
 from pivoter.olmv1.extensions import (
     INVALID_CONFIGURATION,
     OLMV1_PROFILE,
@@ -47,7 +48,6 @@ from pivoter.olmv1.extensions import (
     package_of,
 )
 from pivoter.platformoperators import PlatformOperatorSettings, platform_operator_kind
-from pivoter.resolutions import from_resolution
 from pivoter.resolvesets import InputRef
 
 HASH = "sha256:" + "ab" * 32

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from pivoter.catalogs import CatalogCache
-from pivoter.resolutions.dependents import dependents_of
-from pivoter.resolutions.held import Holding, Peers, described, holder_text
+from pivoter.inputs.dependents import dependents_of
+from pivoter.inputs.held import Holding, Peers, described, holder_text
 from resolver.catalog.model import PROP_GVK, PROP_PACKAGE, Bundle, Catalog, Property
 from resolver.rules.inputs import Held, SharedChoice
 

@@ -68,7 +68,7 @@ def test_every_public_class_name_is_defined_once() -> None:
 
 def test_a_planted_duplicate_is_named_with_both_files() -> None:
     modules = {
-        "pivoter/resolutions/engine.py": "class Engine:\n    pass\n",
+        "pivoter/inputs/engine.py": "class Engine:\n    pass\n",
         "resolver/sat/engine.py": (
             "import typing\n"
             "if typing.TYPE_CHECKING:\n"
@@ -81,6 +81,6 @@ def test_a_planted_duplicate_is_named_with_both_files() -> None:
         ),
         "provisioners/x.py": "class _Private: ...\nclass Nested: ...\nclass Local: ...\n",
     }
-    assert duplicates(modules) == ["Engine: pivoter/resolutions/engine.py, resolver/sat/engine.py"]
-    del modules["pivoter/resolutions/engine.py"]
+    assert duplicates(modules) == ["Engine: pivoter/inputs/engine.py, resolver/sat/engine.py"]
+    del modules["pivoter/inputs/engine.py"]
     assert duplicates(modules) == []

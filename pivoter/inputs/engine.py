@@ -1,0 +1,1027 @@
+"""The pivoter loop for one input: resolve, record a revision, decide, pivot, observe.
+
+Shared by the Resolution and PlatformOperator controllers, which turn their object into an
+:class:`~pivoter.inputs.spec.InputSpec`, call :meth:`InputEngine.reconcile` and render the
+returned :class:`Outcome` as their own status. One reconcile:
+
+1. a **pivot in progress** is carried on (:class:`pivoter.pivot.PivotMachine`), nothing else;
+   otherwise steps 2-4 run under :data:`~pivoter.inputs.held.CLAIMS`, one input at a time;
+2. **conflict**: a requested package already installed by another input stops here;
+3. the **target**: the pinned revision, or a new resolution from the selected catalogs with the
+   active revision as installed state and what the other inputs selected as held choices
+   (:mod:`pivoter.inputs.held`: shared dependencies are theirs, never a second copy),
+   written as a revision (an identical selection writes nothing);
+4. **decide** (:func:`pivoter.inputs.decide.decide`, a pure function of what this pass
+   read): already active (observe the children; re-create one deleted by hand), blocked (the
+   revision failed, within its backoff, and no retry was asked), paused, waiting for a Manual
+   approval, or start a pivot; then the engine carries the decision out;
+
+Revisions beyond the history limit are collected by their own controller
+(:mod:`pivoter.inputs.collector`), only while the input is settled.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from pivoter.catalogs import CatalogCache
+from pivoter.inputs import catalogs as catalog_selection
+from pivoter.inputs import held
+from pivoter.inputs.decide import (
+    Action,
+    Decision,
+    Situation,
+    adopts,
+    decide,
+    stopped,
+    targets_active,
+)
+from pivoter.inputs.facts import (
+    IDLE,
+    Freshness,
+    FreshnessState,
+    Progress,
+    ProgressState,
+    ResolutionState,
+    Resolved,
+    progress_of,
+)
+from pivoter.inputs.metrics import InputMetrics
+from pivoter.inputs.objectplan import objects_section
+from pivoter.inputs.record import Record
+from pivoter.inputs.relevance import Relevance
+from pivoter.inputs.resolve import ResolveProblem, Selection, resolve
+from pivoter.inputs.revisionplan import plan as make_plan
+from pivoter.inputs.revisionplan import summary
+from pivoter.inputs.spec import InputSpec
+from pivoter.kube import Kube
+from pivoter.pivot import (
+    ANNOTATION_BUNDLE,
+    ANNOTATION_VERSION,
+    Children,
+    ChildReport,
+    ChildState,
+    Event,
+    FailureCause,
+    Phase,
+    PivotJob,
+    PivotMachine,
+    PivotRecord,
+    Preparer,
+)
+from pivoter.resolvesets import Revision, RevisionStore
+from resolver.explain import NotNewer
+from resolver.resolveset import ResolveSet, ResolveSetError
+from resolver.rules.inputs import CatalogInput, Installed
+from resolver.rules.reads import Reads
+from resolver.versions import RangeSyntaxError, parse_range
+
+__all__ = ["Draft", "InputEngine", "Outcome", "Persist"]
+
+log = logging.getLogger(__name__)
+
+Persist = Callable[[Record], None]
+
+OBSERVE_POLL = 300.0
+"""A safety net only: outside a pivot, a child's status change (Healthy, Installed, deleted)
+queues its input through the child watch, so an input with an unhealthy child is not
+re-resolved on a timer (each pass runs the resolver)."""
+CONFLICT_POLL = 30.0
+PLAN_POLL = 2.0
+"""How often a plan whose bundles are still unpacking is looked at again (the Bundle watch
+usually comes first)."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one reconcile found and did, as facts (:mod:`pivoter.inputs.facts`) for each
+    input kind's status module to turn into conditions."""
+
+    record: Record
+    resolved: Resolved | None
+    """None: not resolved in this pass (a pivot in progress); the condition keeps its value."""
+    progressing: Progress
+    selection: ResolveSet | None
+    explanation: str
+    pending_plan: Mapping[str, Any] | None
+    conflict: str
+    """A requested package installed by another input, or one of the target's bundles (the
+    message), or ''."""
+    shared: tuple[held.SharedDependency, ...] | None
+    """The held bundles the new selection depends on (None: not resolved in this pass)."""
+    problem: str
+    """A ResolveSet revision found deleted or modified by hand, and what pivoter did."""
+    not_newer: tuple[NotNewer, ...]
+    """Per requested package, the newest bundle the resolution did not take, and why."""
+    up_to_date: Freshness | None
+    """None: not resolved in this pass; the condition keeps its value."""
+    reports: tuple[ChildReport, ...]
+    requeue_after: float | None
+    events: tuple[Event, ...]
+    active_document: ResolveSet | None
+    """The active revision's ResolveSet when the pass ended (None: nothing active)."""
+
+
+@dataclass
+class Draft:
+    """An :class:`Outcome` being found: the engine fills it during one pass, and the caller
+    keeps it so that the events of what happened before a failure are not lost."""
+
+    record: Record
+    resolved: Resolved | None = None
+    progressing: Progress = IDLE
+    selection: ResolveSet | None = None
+    explanation: str = ""
+    pending_plan: dict[str, Any] | None = None
+    conflict: str = ""
+    shared: list[held.SharedDependency] | None = None
+    problem: str = ""
+    lost_active: int | None = None
+    """The active revision, found deleted or modified by hand in this pass (no longer active)."""
+    not_newer: tuple[NotNewer, ...] = ()
+    up_to_date: Freshness | None = None
+    reports: list[ChildReport] = field(default_factory=list)
+    requeue_after: float | None = None
+    events: list[Event] = field(default_factory=list)
+    active_document: ResolveSet | None = None
+    publish: Callable[[Outcome], None] | None = field(default=None, repr=False, compare=False)
+    """Writes the whole status of the outcome as it stands, mid-pass (set by the reconciler;
+    used when a pass finds a child deleted by hand, before it re-creates it)."""
+
+    def outcome(self) -> Outcome:
+        """What the pass has found so far, frozen."""
+        return Outcome(
+            record=replace(self.record),
+            resolved=self.resolved,
+            progressing=self.progressing,
+            selection=self.selection,
+            explanation=self.explanation,
+            pending_plan=self.pending_plan,
+            conflict=self.conflict,
+            shared=tuple(self.shared) if self.shared is not None else None,
+            problem=self.problem,
+            not_newer=self.not_newer,
+            up_to_date=self.up_to_date,
+            reports=tuple(self.reports),
+            requeue_after=self.requeue_after,
+            events=tuple(self.events),
+            active_document=self.active_document,
+        )
+
+
+@dataclass
+class _Pass:
+    """One pass over an input with no pivot in progress: what the decision's steps read and
+    write."""
+
+    obj: Mapping[str, Any]
+    spec: InputSpec
+    record: Record
+    out: Draft
+    persist: Persist
+    children: Children
+    active: ResolveSet | None
+    """The active revision's ResolveSet (None: never installed, or lost to a hand edit)."""
+
+
+@dataclass
+class InputEngine:
+    """Drives inputs through resolution and grouped pivots (see the module docstring)."""
+
+    kube: Kube
+    cache: CatalogCache
+    store: RevisionStore
+    preparer: Preparer = field(kw_only=True)
+    """Unpacks, orders and dry-runs the bundles of a pivot (and of a plan) before they apply."""
+    clock: Callable[[], float] = time.time
+    failure_grace: float = 5.0
+    on_transition: Callable[[PivotRecord], None] | None = None
+    metrics: InputMetrics | None = None
+    claims: AbstractContextManager[Any] = held.CLAIMS
+    """Held from reading the other inputs' holdings until a started pivot is recorded."""
+    children_cache: held.ChildrenSource | None = None
+    """The daemon's shared BundleDeployment cache, where the other inputs' children are read
+    (None: listed from the API server on every pass)."""
+    revisions_cache: held.CachedObject | None = None
+    """The daemon's shared cache of ResolveSet revision ConfigMaps, where the other inputs'
+    pivot targets are read (None: from the API server on every pass)."""
+    inputs_cache: held.InputsSource | None = None
+    """The daemon's shared caches of the input kinds, where the other inputs' pivots in
+    progress are found (None: listed from the API server on every pass)."""
+    relevance: Relevance | None = None
+    """Notes what each resolution read, so that a catalog change queues only the inputs it
+    concerns (None: every change concerns every input)."""
+
+    def reconcile(
+        self,
+        obj: Mapping[str, Any],
+        spec: InputSpec,
+        record: Record,
+        persist: Persist,
+        out: Draft | None = None,
+    ) -> Outcome:
+        """One pass of the loop for the input ``obj``; ``persist`` writes ``record`` to status.
+        The pass fills ``out`` (a new one by default) as it goes, so that a caller still has the
+        events of what happened before a failure; the facts it found are returned frozen."""
+        out = out if out is not None else Draft(record=record)
+        if self.relevance is not None:
+            self.relevance.begin(spec.ref.name, spec.generation)
+        children = Children(self.kube, spec.ref, primary=spec.primary_package)
+        # Every path (a pivot in progress, a conflict, a pin) first checks that the active
+        # revision is still there: a revision deleted or edited by hand is never reported as
+        # active (``record.active`` is cleared, so no status write names it).
+        active = self._active(spec, record, out, children)
+        checked = record.active
+        if not record.pivoting:
+            # What the other inputs hold is read, resolved against and claimed (the pivot's
+            # record written) by one input at a time, so two inputs never both select a
+            # package nobody holds yet.
+            with self.claims:
+                started = self._resolve(_Pass(obj, spec, record, out, persist, children, active))
+            if not started:
+                self._ended(spec, record, out, active if record.active == checked else None)
+                return out.outcome()
+            if self.on_transition is not None and record.pivot is not None:
+                self.on_transition(record.pivot)
+        self._continue(obj, spec, record, out, persist=persist, children=children)
+        self._ended(spec, record, out, active if record.active == checked else None)
+        return out.outcome()
+
+    def _ended(self, spec: InputSpec, record: Record, out: Draft, known: ResolveSet | None) -> None:
+        """Record the active revision's document as the pass leaves it (read again only when
+        the pass changed which revision is active)."""
+        if out.resolved is not None:
+            record.resolution = out.resolved.state
+        if record.active is None:
+            out.active_document = None
+        else:
+            out.active_document = known or self._document(spec, record.active)
+
+    # -- decision: read the world, decide, act -----------------------------------------------------
+
+    def _resolve(self, p: _Pass) -> bool:
+        """Steps 2 to 4 of the module docstring: read what the decision needs into a
+        :class:`Situation`, :func:`decide`, and carry the decision out; True when a pivot was
+        started (and its record persisted)."""
+        # The other inputs' children and the targets of their pivots in progress: a package
+        # either holds is another input's (a conflict when requested, a held choice otherwise).
+        peers = held.with_pivot_targets(
+            held.observe(self.kube, p.spec.ref, self.children_cache),
+            self.kube,
+            self.store,
+            p.spec.ref,
+            revisions=self.revisions_cache,
+            inputs=self.inputs_cache,
+        )
+        situation = Situation(
+            conflict=peers.conflict(p.spec.packages), lost_active=p.out.lost_active
+        )
+        target = None if situation.conflict else self._target(p, peers)
+        if p.out.resolved is not None:
+            # Persisted with the pass' first record write (a pivot's start), not only at its end.
+            p.record.resolution = p.out.resolved.state
+        if target is not None:
+            p.out.selection = target[1]
+            situation = self._situation(p, situation, *target, peers=peers)
+            if adopts(situation):
+                self._adopt(p, target[0])
+            if targets_active(situation):
+                # Observed after the adoption: the children of the (new) active revision.
+                missing = self._observe_active(p.spec, p.out, p.children, recreating=True)
+                situation = replace(situation, missing=tuple(missing))
+        decision = decide(situation)
+        if target is None:
+            self._not_resolved(p, decision.action, situation.conflict)
+            return False
+        return self._act(p, decision, situation, *target)
+
+    def _situation(
+        self, p: _Pass, base: Situation, number: int, target: ResolveSet, *, peers: held.Peers
+    ) -> Situation:
+        """The facts :func:`decide` reads about the target revision ``number`` (all but the
+        missing children, observed once the adoption is done)."""
+        spec, record = p.spec, p.record
+        return replace(
+            base,
+            target=number,
+            active=record.active,
+            installs_target=base.lost_active is not None and self._installs(p.children, target),
+            retry_asked=self._retry_asked(spec, record),
+            failed_revision=record.failed_revision,
+            retry_at=record.retry_at(),
+            now=self.clock(),
+            dependency_conflict=peers.conflict([e.package for e in target.entries]),
+            paused=spec.paused,
+            manual=spec.approval == "Manual" and spec.pinned is None,
+            approved=spec.approves(number, target.selection_hash),
+        )
+
+    def _not_resolved(self, p: _Pass, action: Action, conflict: str) -> None:
+        """:attr:`Action.CONFLICT` or :attr:`Action.UNRESOLVED` (the target said why): report
+        what runs."""
+        if action is Action.CONFLICT:
+            p.out.conflict = conflict
+            p.out.resolved = Resolved(ResolutionState.CONFLICT, conflict)
+            p.out.requeue_after = CONFLICT_POLL
+        self._observe_active(p.spec, p.out, p.children)
+
+    def _act(
+        self, p: _Pass, decision: Decision, s: Situation, number: int, target: ResolveSet
+    ) -> bool:
+        """Carry out ``decision`` for the target revision ``number``; True when a pivot started."""
+        action = decision.action
+        if action is Action.ACTIVE or decision.recreate:
+            # The target is the active revision: nothing of it is held back.
+            _freshness(p.out, target, p.active)
+        if action is Action.ACTIVE:
+            return False
+        if decision.recreate:
+            self._children_missing(p)
+        if action is Action.BLOCKED:
+            self._blocked(p, number, target, s)
+            return False
+        if action is Action.DEPENDENCY_CONFLICT:
+            p.out.conflict = s.dependency_conflict
+            p.out.requeue_after = CONFLICT_POLL
+            self._observe_active(p.spec, p.out, p.children)
+            return False
+        plan = make_plan(p.active, target, revision=number, active=p.record.active)
+        if action is Action.PAUSED:
+            self._paused(p, number, target, plan)
+            return False
+        if action is Action.AWAITING_APPROVAL:
+            self._awaiting_approval(p, number, target, plan)
+            return False
+        self._start_pivot(p, number, target, plan, recreate=decision.recreate)
+        return True
+
+    def _adopt(self, p: _Pass, number: int) -> None:
+        """The active revision was deleted or edited by hand, and the rebuilt selection is
+        exactly what the children install: it is the active revision now (no pivot, no
+        approval: nothing changes on the cluster)."""
+        record, out = p.record, p.out
+        record.active = number
+        if record.last_successful in (None, out.lost_active):
+            record.last_successful = number
+        p.persist(record)
+        p.children.record_revision(number)
+        out.events.append(
+            (
+                "Normal",
+                "ResolveSetRebuilt",
+                f"revision {number} records what is installed; it replaces revision "
+                f"{out.lost_active}, which was deleted or modified by hand",
+            )
+        )
+
+    def _children_missing(self, p: _Pass) -> None:
+        """Children of the active revision were deleted by hand: say so (and, unless paused,
+        publish it now: the re-creation may complete within this pass)."""
+        out = p.out
+        out.events.append(("Warning", "ChildMissing", _missing_text(out.reports)))
+        if out.publish is not None and not p.spec.paused:
+            now = replace(
+                out, progressing=Progress(ProgressState.PIVOTING, _missing_text(out.reports))
+            )
+            out.publish(now.outcome())
+
+    def _blocked(self, p: _Pass, number: int, target: ResolveSet, s: Situation) -> None:
+        """Revision ``number`` failed and waits for its backoff, a new selection or a retry."""
+        out = p.out
+        self._observe_active(p.spec, out, p.children)
+        if p.record.pivot is not None:
+            self._describe_pivot(p.record.pivot, out)
+        out.progressing = replace(
+            out.progressing,
+            message=f"{out.progressing.message}. Revision {number} is tried again after a "
+            "backoff, when the selection changes, or now with the annotation "
+            "pivoter.io/retry-now",
+            retry_waits=True,
+        )
+        _freshness(
+            out,
+            target,
+            p.active,
+            gate=(
+                "RevisionFailed",
+                f"revision {number} failed and is tried again after a backoff (or now "
+                "with the annotation pivoter.io/retry-now)",
+            ),
+        )
+        if s.retry_at is not None:
+            out.requeue_after = max(1.0, s.retry_at - s.now)
+
+    def _paused(self, p: _Pass, number: int, target: ResolveSet, plan: dict[str, Any]) -> None:
+        """``spec.paused``: revision ``number`` waits; its plan is published."""
+        out = p.out
+        out.pending_plan = plan
+        out.progressing = Progress(
+            ProgressState.PAUSED,
+            f"paused: revision {number} ({summary(plan)}) waits until spec.paused is false",
+        )
+        _freshness(
+            out,
+            target,
+            p.active,
+            gate=("Paused", f"revision {number} waits until spec.paused is false"),
+        )
+        self._observe_active(p.spec, out, p.children)
+
+    def _awaiting_approval(
+        self, p: _Pass, number: int, target: ResolveSet, plan: dict[str, Any]
+    ) -> None:
+        """Manual approval: revision ``number`` waits for it; its plan (with the objects it
+        changes) is published."""
+        out, name = p.out, p.spec.ref.cli
+        plan["objects"] = self._plan_objects(
+            p.obj, p.spec, p.children, target=target, number=number, out=out
+        )
+        out.pending_plan = plan
+        out.progressing = Progress(
+            ProgressState.AWAITING_APPROVAL,
+            f"revision {number} ({summary(plan)}) waits for approval: "
+            f"pivoter approve {name} --revision {number}",
+        )
+        _freshness(
+            out,
+            target,
+            p.active,
+            gate=(
+                "AwaitingApproval",
+                f"revision {number} waits for Manual approval: pivoter approve "
+                f"{name} --revision {number}",
+            ),
+        )
+        self._observe_active(p.spec, out, p.children)
+
+    def _start_pivot(
+        self,
+        p: _Pass,
+        number: int,
+        target: ResolveSet,
+        plan: dict[str, Any],
+        *,
+        recreate: tuple[str, ...],
+    ) -> None:
+        """Start the pivot to revision ``number`` and persist its record (the claim on what it
+        installs)."""
+        record = p.record
+        _freshness(
+            p.out, target, p.active, gate=("Pivoting", f"revision {number} is being installed")
+        )
+        record.pivot = self._machine(p.children).start(number, record.last_successful)
+        record.last_attempted = number
+        record.retry_token = p.spec.retry_token
+        record.requested = tuple(p.spec.packages)
+        record.recreating = recreate
+        p.persist(record)
+        # Under the claims lock: the next input to resolve holds this target even before the
+        # input cache shows the record just written.
+        held.LEDGER.started(p.spec.ref, number)
+        p.out.events.append(
+            ("Normal", "PivotStarted", f"pivoting to revision {number}: {summary(plan)}")
+        )
+
+    def _plan_objects(
+        self,
+        obj: Mapping[str, Any],
+        spec: InputSpec,
+        children: Children,
+        *,
+        target: ResolveSet,
+        number: int,
+        out: Draft,
+    ) -> dict[str, Any]:
+        """The objects section of the plan to ``number`` (computed once per selection)."""
+        published = (obj.get("status") or {}).get("pendingPlan") or {}
+        section = published.get("objects")
+        if (
+            published.get("selectionHash") == target.selection_hash
+            and isinstance(section, dict)
+            and "pending" not in section
+        ):
+            return section
+        section, pending = objects_section(
+            self.preparer, children, spec, owner=obj, target=target, revision=number
+        )
+        if pending:
+            out.requeue_after = PLAN_POLL
+        return section
+
+    # -- pivots ----------------------------------------------------------------------------------
+
+    def _machine(self, children: Children) -> PivotMachine:
+        return PivotMachine(
+            children,
+            self.preparer,
+            clock=self.clock,
+            failure_grace=self.failure_grace,
+            on_transition=self.on_transition,
+        )
+
+    def _continue(
+        self,
+        obj: Mapping[str, Any],
+        spec: InputSpec,
+        record: Record,
+        out: Draft,
+        *,
+        persist: Persist,
+        children: Children,
+    ) -> None:
+        """Step 1 of the module docstring: one step of the pivot in progress (it stops when a
+        revision it needs was deleted or modified by hand)."""
+        pivot = record.pivot
+        assert pivot is not None
+        target = self._document(spec, pivot.revision)
+        previous = self._document(spec, pivot.previous) if pivot.previous else None
+        lost = stopped(pivot, target=target is not None, previous=previous is not None)
+        if lost or target is None:
+            # A lost target is the cause; a lost revision to go back to stops a rollback whose
+            # cause stays the pivot's own.
+            cause = pivot.cause if target is not None else FailureCause.REVISION_LOST
+            record.pivot = pivot.to(Phase.FAILED, message=lost, cause=cause)
+            self._finish(record)
+            persist(record)
+            self._describe_pivot(record.pivot, out)
+            self._observe_active(spec, out, children)
+            return
+        out.selection = target
+
+        def save(new: PivotRecord) -> None:
+            record.pivot = new
+            if new.phase.terminal:
+                self._finish(record)
+            persist(record)
+            self._count_pivot(spec, new)
+
+        plan = _pivot_plan(obj, spec, target, previous)
+        step = self._machine(children).run(plan, pivot, save)
+        out.events.extend(step.events)
+        out.reports = step.reports
+        out.requeue_after = step.requeue_after
+        current = record.pivot
+        assert current is not None
+        if current.phase.terminal:
+            self._observe_active(spec, out, children)
+        else:
+            self._report_pivoting(spec, out, children, target, record.recreating)
+        self._describe_pivot(current, out)
+
+    def _report_pivoting(
+        self,
+        spec: InputSpec,
+        out: Draft,
+        children: Children,
+        target: ResolveSet,
+        recreating: tuple[str, ...],
+    ) -> None:
+        """The children of a pivot still in progress, as the status shows them (``recreating``:
+        those deleted by hand that it re-creates)."""
+        if not out.reports:
+            # Preparing reports no child: say how the children installed now are doing (a
+            # missing one is named while the pivot re-creates it), not "nothing installed".
+            requeue = out.requeue_after
+            self._observe_active(spec, out, children, recreating=True)
+            out.requeue_after = requeue
+        out.reports = _recreated(out.reports, recreating, target)
+
+    def _finish(self, record: Record) -> None:
+        """Record how the pivot ended: the active revision, or the failure and its backoff."""
+        pivot = record.pivot
+        assert pivot is not None
+        if pivot.phase is Phase.SUCCEEDED:
+            record.active = record.last_successful = pivot.revision
+            record.failed_revision, record.failures, record.failed_at = None, 0, None
+            return
+        record.failed_revision = pivot.revision
+        record.failures += 1
+        record.failed_at = self.clock()
+        if pivot.phase is Phase.ROLLED_BACK:
+            record.active = pivot.previous
+
+    def _describe_pivot(self, pivot: PivotRecord, out: Draft) -> None:
+        out.progressing = progress_of(pivot)
+
+    # -- target selection --------------------------------------------------------------------------
+
+    def _target(self, p: _Pass, peers: held.Peers) -> tuple[int, ResolveSet] | None:
+        """The target revision (its number and ResolveSet): the pinned one, or a new resolution
+        written as a revision; None when there is none (``out.resolved`` says why)."""
+        if p.spec.pinned is not None:
+            return self._pinned(p)
+        resolution = self._resolution(p, peers)
+        if resolution is None:
+            return self._without_catalogs(p)
+        selection, sources = resolution
+        out, record, active = p.out, p.record, p.active
+        out.not_newer = selection.not_newer
+        document, orphans = _keep_installed(selection.document, active)
+        revision = self.store.write(p.spec.ref, document, after=record.highest, owner=p.obj)
+        if active is not None and record.active is not None and revision.number != record.active:
+            # The active revision was intact when this pass read it. A new revision of the same
+            # input is written only for a new selection or when the latest one was changed in
+            # the meantime (deleted and re-created by hand): then say so now.
+            _, message = self._check_revision(p.spec, record.active)
+            if message:
+                self._report_modified(
+                    out,
+                    f"{message}; pivoter rebuilt the state as a new revision from what it had "
+                    "read before the change",
+                )
+        note = _resolved_note(orphans, out.shared)
+        names = [s.name for s, _ in sources]
+        for stale in catalog_selection.not_serving(self.kube, names, kind=p.spec.catalog_kind):
+            note += f"; {stale}"
+        out.resolved = Resolved(
+            ResolutionState.RESOLVED,
+            f"resolved {_bundles(document)} (revision {revision.number}){note}",
+        )
+        return revision.number, document
+
+    def _note(self, p: _Pass, digests: dict[str, str] | None, reads: Reads) -> None:
+        """Note what a resolution read (see :mod:`pivoter.inputs.relevance`)."""
+        if self.relevance is not None and digests is not None:
+            self.relevance.note(p.spec.ref.name, p.spec.generation, digests, reads)
+
+    def _without_catalogs(self, p: _Pass) -> tuple[int, ResolveSet] | None:
+        """With ``spec.fallback_to_active`` (a ClusterExtension, as OLM v1 does): when the
+        catalogs the input resolves from were deleted, the active revision stays the target as
+        long as it still meets the request, so spec changes other than the version (config,
+        preflight) still reach the children; None otherwise (``out.resolved`` says why)."""
+        spec, out, record, active = p.spec, p.out, p.record, p.active
+        if (
+            not spec.fallback_to_active
+            or record.active is None
+            or active is None
+            or out.resolved is None
+            or out.resolved.state is not ResolutionState.NO_CATALOGS
+            or catalog_selection.any_catalog(self.kube, spec.catalog_selector, spec.catalog_kind)
+            or not _meets(active, spec)
+        ):
+            return None
+        out.resolved = Resolved(
+            ResolutionState.RESOLVED,
+            f"no catalog matches any more; revision {record.active} ({_bundles(active)}) stays "
+            "installed",
+        )
+        out.selection = active
+        return record.active, active
+
+    def _pinned(self, p: _Pass) -> tuple[int, ResolveSet] | None:
+        """``spec.pinnedRevision``: the stored, intact revision it names, or None (reported)."""
+        spec, out = p.spec, p.out
+        assert spec.pinned is not None
+        revision = self.store.get(spec.ref, spec.pinned)
+        document = self._read(revision)
+        if revision is None or document is None:
+            out.resolved = Resolved(
+                ResolutionState.PINNED_REVISION_MISSING,
+                f"spec.pinnedRevision {spec.pinned} is not a stored, intact ResolveSet "
+                f"revision of {spec.ref}: run pivoter history {spec.ref.cli} and pin another",
+            )
+            out.selection = p.active
+            out.up_to_date = Freshness(
+                FreshnessState.UNKNOWN, "Pinned", "not compared with the catalogs: pinned"
+            )
+            return None
+        out.up_to_date = Freshness(
+            FreshnessState.UNKNOWN,
+            "Pinned",
+            f"pinned to revision {spec.pinned}: not compared with the catalogs; pivoter "
+            f"unpin {spec.ref.cli} follows them again",
+        )
+        out.resolved = Resolved(
+            ResolutionState.PINNED,
+            f"pinned to revision {spec.pinned} ({_bundles(document)}); pivoter unpin "
+            f"{spec.ref.cli} follows the catalogs again",
+        )
+        return revision.number, document
+
+    def _resolution(
+        self, p: _Pass, peers: held.Peers
+    ) -> tuple[Selection, list[tuple[CatalogInput, str]]] | None:
+        """Resolve the input against the selected catalogs, with the active revision (or the
+        children) as installed state and what the other inputs hold as held choices; None when
+        it cannot be resolved (reported)."""
+        spec, out, active = p.spec, p.out, p.active
+        installed = active.installed() if active is not None else self._installed_from(p.children)
+        # A package the input no longer requests is not kept as installed: it leaves the
+        # selection (and is pruned) unless another selected bundle still requires it.
+        dropped = set(p.record.requested) - set(spec.packages)
+        installed = [i for i in installed if i.package not in dropped]
+        began = time.monotonic()
+        # What the input requests or installs itself is never held by another: a duplicate
+        # there is a conflict (step 1 and the dependency check), not a shared dependency.
+        own = set(spec.packages) | {i.package for i in installed}
+        digests = self.relevance.digests() if self.relevance is not None else None
+        reads = Reads()
+        try:
+            sources = catalog_selection.gather(
+                self.kube, self.cache, spec.catalog_selector, kind=spec.catalog_kind
+            )
+            holdings = held.described(peers.held(exclude=own), self.cache)
+            # described() looked each held bundle up by name in every cached catalog.
+            reads.bundles.update((h.package, h.name) for h in holdings)
+            selection = resolve(
+                sources,
+                spec.requests,
+                installed,
+                held=holdings,
+                profile=spec.profile,
+                reads=reads,
+            )
+        except catalog_selection.SelectorError as err:
+            state, message = ResolutionState.INVALID_SELECTOR, str(err)
+        except ResolveProblem as problem:
+            state, message = problem.state, str(problem)
+            out.explanation = problem.explanation
+            if state is not ResolutionState.NO_CATALOGS:
+                self._note(p, digests, reads)
+        else:
+            self._note(p, digests, reads)
+            self._count_resolution(spec, "resolved", began)
+            # With the other inputs' pivot targets: a dependency held by an input mid-pivot is
+            # named by that input too.
+            out.shared = peers.shared(selection.shared)
+            return selection, sources
+        notes: tuple[str, ...] = ()
+        if (
+            spec.catalog_kind == catalog_selection.CLUSTER_CATALOG
+            and state is not ResolutionState.INVALID_SELECTOR
+        ):
+            # What OLM v1 would have refused on: a selected ClusterCatalog that is not served.
+            notes = tuple(
+                text
+                for _, text in catalog_selection.cluster_catalogs_not_serving(
+                    self.kube, spec.catalog_selector, self.cache
+                )
+            )
+        out.resolved = Resolved(state, message, notes)
+        out.up_to_date = Freshness(
+            FreshnessState.UNKNOWN, "NotResolved", "not resolved: see the Resolved condition"
+        )
+        out.selection = active
+        self._count_resolution(spec, state.value, began)
+        return None
+
+    def _active(
+        self, spec: InputSpec, record: Record, out: Draft, children: Children
+    ) -> ResolveSet | None:
+        """The active revision's ResolveSet; a revision deleted or edited by hand is reported
+        and the installed state is rebuilt from the children."""
+        if record.active is None:
+            return None
+        document, message = self._check_revision(spec, record.active)
+        if not message:
+            return document
+        if record.pivoting:
+            what = "the pivot in progress goes on; revision"
+            target = record.pivot.revision if record.pivot else None
+            what = f"{what} {target} becomes active when it completes"
+        else:
+            what = (
+                "pivoter rebuilt the installed state from the BundleDeployments and records the "
+                "selection as a new revision"
+            )
+        self._report_modified(out, f"{message}; {what}")
+        out.lost_active = record.active
+        record.active = None
+        return None
+
+    def _check_revision(self, spec: InputSpec, number: int) -> tuple[ResolveSet | None, str]:
+        """Revision ``number``'s document, or why it cannot be trusted (deleted or edited)."""
+        revision = self.store.get(spec.ref, number)
+        if revision is None:
+            return None, f"{self.store.describe(spec.ref, number)} is missing: it was deleted"
+        check = self.store.verify(revision)
+        return (self._read(revision), "") if check.ok else (None, check.message)
+
+    @staticmethod
+    def _report_modified(out: Draft, problem: str) -> None:
+        out.problem = problem
+        out.events.append(("Warning", "ResolveSetModified", problem))
+
+    def _installed_from(self, children: Children) -> list[Installed]:
+        installed = []
+        for package, bd in children.list().items():
+            annotations = bd["metadata"].get("annotations") or {}
+            bundle, version = (
+                annotations.get(ANNOTATION_BUNDLE),
+                annotations.get(ANNOTATION_VERSION),
+            )
+            if package and bundle and version:
+                installed.append(Installed(name=str(bundle), package=package, version=str(version)))
+        return installed
+
+    def _installs(self, children: Children, document: ResolveSet) -> bool:
+        """Whether the children install exactly the bundles of ``document``."""
+        wanted = {(i.package, i.name, i.version) for i in document.installed()}
+        have = {(i.package, i.name, i.version) for i in self._installed_from(children)}
+        return bool(wanted) and wanted == have
+
+    def _document(self, spec: InputSpec, number: int | None) -> ResolveSet | None:
+        if number is None:
+            return None
+        return self._read(self.store.get(spec.ref, number))
+
+    @staticmethod
+    def read(revision: Revision | None) -> ResolveSet | None:
+        """The ResolveSet of ``revision`` when it is intact and readable, else None."""
+        return InputEngine._read(revision)
+
+    @staticmethod
+    def _read(revision: Revision | None) -> ResolveSet | None:
+        if revision is None or not revision.intact:
+            return None
+        try:
+            return revision.resolveset()
+        except ResolveSetError:
+            return None
+
+    # -- observation -------------------------------------------------------------------------------
+
+    def _observe_active(
+        self, spec: InputSpec, out: Draft, children: Children, *, recreating: bool = False
+    ) -> list[str]:
+        """Report the children of the active revision (``recreating``: a missing one is about
+        to be created again); return the packages whose child is missing. With no active
+        revision (never installed, or lost to a hand edit), report the children that exist: what
+        runs is still reported, never "nothing is installed"."""
+        record = out.record
+        if record.active is None:
+            out.reports = [children.report(p, bd) for p, bd in sorted(children.list().items())]
+            return []
+        document = self._document(spec, record.active)
+        if document is None:
+            return []
+        existing = children.list()
+        missing = "was deleted; re-creating it" if recreating else "was deleted"
+        out.reports = [
+            children.report(e.package, existing.get(e.package), bundle=e.bundle, missing=missing)
+            for e in document.entries
+        ]
+        if out.selection is None:
+            out.selection = document
+        if any(r.state is not ChildState.READY for r in out.reports):
+            out.requeue_after = min(out.requeue_after or OBSERVE_POLL, OBSERVE_POLL)
+        return [r.package for r in out.reports if r.state is ChildState.MISSING]
+
+    def _count_resolution(self, spec: InputSpec, outcome: str, began: float) -> None:
+        if self.metrics is not None:
+            kind = spec.ref.kind
+            self.metrics.resolutions.labels(kind, outcome).inc()
+            self.metrics.resolution_duration.labels(kind).observe(time.monotonic() - began)
+
+    def _count_pivot(self, spec: InputSpec, pivot: PivotRecord) -> None:
+        if self.metrics is None:
+            return
+        kind = spec.ref.kind
+        if pivot.phase is Phase.ROLLING_BACK:
+            self.metrics.rollbacks.labels(kind).inc()
+        if pivot.phase.terminal:
+            self.metrics.pivots.labels(kind, pivot.phase.value).inc()
+        if pivot.phase is Phase.SUCCEEDED:
+            duration = max(0.0, self.clock() - pivot.started)
+            self.metrics.pivot_duration.labels(kind).observe(duration)
+
+    def _retry_asked(self, spec: InputSpec, record: Record) -> bool:
+        return bool(spec.retry_token) and spec.retry_token != record.retry_token
+
+
+def _pivot_plan(
+    obj: Mapping[str, Any], spec: InputSpec, target: ResolveSet, previous: ResolveSet | None
+) -> PivotJob:
+    """What the pivot of ``obj`` to ``target`` (from ``previous``) installs, and how."""
+    return PivotJob(
+        ref=spec.ref,
+        owner=obj,
+        target=target,
+        previous=previous,
+        service_account=spec.service_account,
+        primary_package=spec.primary_package,
+        deadline_seconds=spec.progress_deadline,
+        auto_rollback=spec.auto_rollback,
+        child_settings=spec.child_settings,
+    )
+
+
+def _meets(document: ResolveSet, spec: InputSpec) -> bool:
+    """Whether ``document`` still meets every request's version range (Masterminds, as users
+    write them): a request for another version cannot be met without a catalog."""
+    versions = {e.package: e.version for e in document.entries}
+    for request in spec.requests:
+        version = versions.get(request.package)
+        if version is None:
+            return False
+        if request.version_range:
+            try:
+                if not parse_range(request.version_range, "masterminds").contains(version):
+                    return False
+            except (RangeSyntaxError, ValueError):
+                return False
+    return True
+
+
+def _keep_installed(
+    document: ResolveSet, active: ResolveSet | None
+) -> tuple[ResolveSet, list[str]]:
+    """Complete the bundles the resolver kept only because they are installed (no catalog
+    offers them any more, so it knows no image) from the active revision; return the document
+    and those bundles' names."""
+    if active is None:
+        return document, []
+    installed = {(e.package, e.bundle): e for e in active.entries}
+    entries, orphans = [], []
+    for entry in document.entries:
+        known = installed.get((entry.package, entry.bundle))
+        if not entry.image and known is not None:
+            entries.append(known)
+            orphans.append(f"{entry.package} {entry.version}")
+        else:
+            entries.append(entry)
+    if not orphans:
+        return document, []
+    return replace(document, entries=tuple(entries)), orphans
+
+
+def _resolved_note(orphans: list[str], shared: list[held.SharedDependency] | None) -> str:
+    """What the Resolved message adds: bundles kept only because they are installed, and the
+    shared dependencies other inputs install."""
+    note = ""
+    if orphans:
+        note = f"; {', '.join(orphans)} stay as installed: no selected catalog offers them any more"
+    if shared:
+        note += "; shared dependencies installed by other inputs: " + ", ".join(
+            s.text() for s in shared
+        )
+    return note
+
+
+def _freshness(
+    out: Draft,
+    target: ResolveSet,
+    active: ResolveSet | None,
+    *,
+    gate: tuple[str, str] | None = None,
+) -> None:
+    """Set ``out.up_to_date``: each bundle of ``target`` not active yet and the ``gate`` (reason,
+    words) that holds it back, then the newest bundle of each requested package that the
+    resolution did not take with the resolver's reason (docs/pivot.md, "Why not newer")."""
+    lines: list[str] = []
+    reason = ""
+    if gate is not None:
+        installed = {e.package: e.bundle for e in active.entries} if active else {}
+        held_back = [e for e in target.entries if installed.get(e.package) != e.bundle]
+        if held_back:
+            reason = gate[0]
+            lines += [
+                f"{e.package} {e.version} ({e.bundle}) is not taken: {gate[1]}" for e in held_back
+            ]
+    lines += [n.text() for n in out.not_newer]
+    if not lines:
+        out.up_to_date = Freshness(
+            FreshnessState.NEWEST,
+            "Newest",
+            f"nothing newer is offered for the requested packages ({_bundles(target)})",
+        )
+        return
+    out.up_to_date = Freshness(
+        FreshnessState.NOT_NEWEST, reason or out.not_newer[0].reason, "; ".join(lines)
+    )
+
+
+def _recreated(
+    reports: list[ChildReport], recreating: tuple[str, ...], target: ResolveSet
+) -> list[ChildReport]:
+    """The status' view of a pivot that re-creates children deleted by hand: each of them that
+    is not ready again is reported as missing, with what happened and where it stands."""
+    if not recreating:
+        return reports
+    bundles = {e.package: e.bundle for e in target.entries}
+    result = []
+    for r in reports:
+        if r.package not in recreating or r.state in (ChildState.READY, ChildState.MISSING):
+            result.append(r)
+            continue
+        now = f"{r.state.value}: {r.message}" if r.message else r.state.value
+        message = (
+            f"BundleDeployment {r.name} (bundle {bundles.get(r.package, r.package)}) was "
+            f"deleted; re-creating it (now {now})"
+        )
+        result.append(ChildReport(r.package, r.name, ChildState.MISSING, message, r.reason))
+    return result
+
+
+def _missing_text(reports: list[ChildReport]) -> str:
+    """The ChildMissing Event: each missing child, its bundle, and what pivoter does."""
+    return "; ".join(r.message for r in reports if r.state is ChildState.MISSING)
+
+
+def _bundles(document: ResolveSet) -> str:
+    return ", ".join(f"{e.package} {e.version}" for e in document.entries) or "no bundles"
