@@ -6,7 +6,8 @@ shares: :class:`InputEngine` (the pivoter loop), :class:`InputReconciler` (fetch
 """
 
 from pivoter.inputs.controller import CONTROLLER_NAME, children_of, resolution_kind, setup
-from pivoter.inputs.engine import InputEngine, Outcome
+from pivoter.inputs.engine import InputEngine
+from pivoter.inputs.outcome import Outcome
 from pivoter.inputs.reconciler import FINALIZER, InputReconciler, Kind
 from pivoter.inputs.record import Record
 from pivoter.inputs.revisionplan import plan, summary

@@ -30,11 +30,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pivoter.catalogs import CatalogCache
+from pivoter.inputs import actions, held
 from pivoter.inputs import catalogs as catalog_selection
-from pivoter.inputs import held
+from pivoter.inputs.actions import Pass
 from pivoter.inputs.decide import (
-    Action,
-    Decision,
     Situation,
     adopts,
     decide,
@@ -42,31 +41,32 @@ from pivoter.inputs.decide import (
     targets_active,
 )
 from pivoter.inputs.facts import (
-    IDLE,
     Freshness,
     FreshnessState,
-    Progress,
-    ProgressState,
     ResolutionState,
     Resolved,
     progress_of,
 )
 from pivoter.inputs.metrics import InputMetrics
 from pivoter.inputs.objectplan import objects_section
+from pivoter.inputs.outcome import Draft, Outcome
+from pivoter.inputs.passfacts import (
+    bundles_text,
+    keep_installed,
+    meets,
+    recreated,
+    resolved_note,
+)
 from pivoter.inputs.record import Record
 from pivoter.inputs.relevance import Relevance
 from pivoter.inputs.resolve import ResolveProblem, Selection, resolve
-from pivoter.inputs.revisionplan import plan as make_plan
-from pivoter.inputs.revisionplan import summary
 from pivoter.inputs.spec import InputSpec
 from pivoter.kube import Kube
 from pivoter.pivot import (
     ANNOTATION_BUNDLE,
     ANNOTATION_VERSION,
     Children,
-    ChildReport,
     ChildState,
-    Event,
     FailureCause,
     Phase,
     PivotJob,
@@ -75,13 +75,11 @@ from pivoter.pivot import (
     Preparer,
 )
 from pivoter.resolvesets import Revision, RevisionStore
-from resolver.explain import NotNewer
 from resolver.resolveset import ResolveSet, ResolveSetError
 from resolver.rules.inputs import CatalogInput, Installed
 from resolver.rules.reads import Reads
-from resolver.versions import RangeSyntaxError, parse_range
 
-__all__ = ["Draft", "InputEngine", "Outcome", "Persist"]
+__all__ = ["InputEngine", "Persist"]
 
 log = logging.getLogger(__name__)
 
@@ -91,102 +89,9 @@ OBSERVE_POLL = 300.0
 """A safety net only: outside a pivot, a child's status change (Healthy, Installed, deleted)
 queues its input through the child watch, so an input with an unhealthy child is not
 re-resolved on a timer (each pass runs the resolver)."""
-CONFLICT_POLL = 30.0
 PLAN_POLL = 2.0
 """How often a plan whose bundles are still unpacking is looked at again (the Bundle watch
 usually comes first)."""
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What one reconcile found and did, as facts (:mod:`pivoter.inputs.facts`) for each
-    input kind's status module to turn into conditions."""
-
-    record: Record
-    resolved: Resolved | None
-    """None: not resolved in this pass (a pivot in progress); the condition keeps its value."""
-    progressing: Progress
-    selection: ResolveSet | None
-    explanation: str
-    pending_plan: Mapping[str, Any] | None
-    conflict: str
-    """A requested package installed by another input, or one of the target's bundles (the
-    message), or ''."""
-    shared: tuple[held.SharedDependency, ...] | None
-    """The held bundles the new selection depends on (None: not resolved in this pass)."""
-    problem: str
-    """A ResolveSet revision found deleted or modified by hand, and what pivoter did."""
-    not_newer: tuple[NotNewer, ...]
-    """Per requested package, the newest bundle the resolution did not take, and why."""
-    up_to_date: Freshness | None
-    """None: not resolved in this pass; the condition keeps its value."""
-    reports: tuple[ChildReport, ...]
-    requeue_after: float | None
-    events: tuple[Event, ...]
-    active_document: ResolveSet | None
-    """The active revision's ResolveSet when the pass ended (None: nothing active)."""
-
-
-@dataclass
-class Draft:
-    """An :class:`Outcome` being found: the engine fills it during one pass, and the caller
-    keeps it so that the events of what happened before a failure are not lost."""
-
-    record: Record
-    resolved: Resolved | None = None
-    progressing: Progress = IDLE
-    selection: ResolveSet | None = None
-    explanation: str = ""
-    pending_plan: dict[str, Any] | None = None
-    conflict: str = ""
-    shared: list[held.SharedDependency] | None = None
-    problem: str = ""
-    lost_active: int | None = None
-    """The active revision, found deleted or modified by hand in this pass (no longer active)."""
-    not_newer: tuple[NotNewer, ...] = ()
-    up_to_date: Freshness | None = None
-    reports: list[ChildReport] = field(default_factory=list)
-    requeue_after: float | None = None
-    events: list[Event] = field(default_factory=list)
-    active_document: ResolveSet | None = None
-    publish: Callable[[Outcome], None] | None = field(default=None, repr=False, compare=False)
-    """Writes the whole status of the outcome as it stands, mid-pass (set by the reconciler;
-    used when a pass finds a child deleted by hand, before it re-creates it)."""
-
-    def outcome(self) -> Outcome:
-        """What the pass has found so far, frozen."""
-        return Outcome(
-            record=replace(self.record),
-            resolved=self.resolved,
-            progressing=self.progressing,
-            selection=self.selection,
-            explanation=self.explanation,
-            pending_plan=self.pending_plan,
-            conflict=self.conflict,
-            shared=tuple(self.shared) if self.shared is not None else None,
-            problem=self.problem,
-            not_newer=self.not_newer,
-            up_to_date=self.up_to_date,
-            reports=tuple(self.reports),
-            requeue_after=self.requeue_after,
-            events=tuple(self.events),
-            active_document=self.active_document,
-        )
-
-
-@dataclass
-class _Pass:
-    """One pass over an input with no pivot in progress: what the decision's steps read and
-    write."""
-
-    obj: Mapping[str, Any]
-    spec: InputSpec
-    record: Record
-    out: Draft
-    persist: Persist
-    children: Children
-    active: ResolveSet | None
-    """The active revision's ResolveSet (None: never installed, or lost to a hand edit)."""
 
 
 @dataclass
@@ -242,7 +147,7 @@ class InputEngine:
             # record written) by one input at a time, so two inputs never both select a
             # package nobody holds yet.
             with self.claims:
-                started = self._resolve(_Pass(obj, spec, record, out, persist, children, active))
+                started = self._resolve(Pass(obj, spec, record, out, persist, children, active))
             if not started:
                 self._ended(spec, record, out, active if record.active == checked else None)
                 return out.outcome()
@@ -264,7 +169,7 @@ class InputEngine:
 
     # -- decision: read the world, decide, act -----------------------------------------------------
 
-    def _resolve(self, p: _Pass) -> bool:
+    def _resolve(self, p: Pass) -> bool:
         """Steps 2 to 4 of the module docstring: read what the decision needs into a
         :class:`Situation`, :func:`decide`, and carry the decision out; True when a pivot was
         started (and its record persisted)."""
@@ -289,19 +194,20 @@ class InputEngine:
             p.out.selection = target[1]
             situation = self._situation(p, situation, *target, peers=peers)
             if adopts(situation):
-                self._adopt(p, target[0])
+                actions.adopt(p, target[0])
             if targets_active(situation):
                 # Observed after the adoption: the children of the (new) active revision.
-                missing = self._observe_active(p.spec, p.out, p.children, recreating=True)
+                missing = self.observe_active(p.spec, p.out, p.children, recreating=True)
                 situation = replace(situation, missing=tuple(missing))
         decision = decide(situation)
         if target is None:
-            self._not_resolved(p, decision.action, situation.conflict)
+            actions.not_resolved(self, p, decision.action, situation.conflict)
             return False
-        return self._act(p, decision, situation, *target)
+        number, document = target
+        return actions.act(self, p, decision, situation, number=number, target=document)
 
     def _situation(
-        self, p: _Pass, base: Situation, number: int, target: ResolveSet, *, peers: held.Peers
+        self, p: Pass, base: Situation, number: int, target: ResolveSet, *, peers: held.Peers
     ) -> Situation:
         """The facts :func:`decide` reads about the target revision ``number`` (all but the
         missing children, observed once the adoption is done)."""
@@ -321,173 +227,7 @@ class InputEngine:
             approved=spec.approves(number, target.selection_hash),
         )
 
-    def _not_resolved(self, p: _Pass, action: Action, conflict: str) -> None:
-        """:attr:`Action.CONFLICT` or :attr:`Action.UNRESOLVED` (the target said why): report
-        what runs."""
-        if action is Action.CONFLICT:
-            p.out.conflict = conflict
-            p.out.resolved = Resolved(ResolutionState.CONFLICT, conflict)
-            p.out.requeue_after = CONFLICT_POLL
-        self._observe_active(p.spec, p.out, p.children)
-
-    def _act(
-        self, p: _Pass, decision: Decision, s: Situation, number: int, target: ResolveSet
-    ) -> bool:
-        """Carry out ``decision`` for the target revision ``number``; True when a pivot started."""
-        action = decision.action
-        if action is Action.ACTIVE or decision.recreate:
-            # The target is the active revision: nothing of it is held back.
-            _freshness(p.out, target, p.active)
-        if action is Action.ACTIVE:
-            return False
-        if decision.recreate:
-            self._children_missing(p)
-        if action is Action.BLOCKED:
-            self._blocked(p, number, target, s)
-            return False
-        if action is Action.DEPENDENCY_CONFLICT:
-            p.out.conflict = s.dependency_conflict
-            p.out.requeue_after = CONFLICT_POLL
-            self._observe_active(p.spec, p.out, p.children)
-            return False
-        plan = make_plan(p.active, target, revision=number, active=p.record.active)
-        if action is Action.PAUSED:
-            self._paused(p, number, target, plan)
-            return False
-        if action is Action.AWAITING_APPROVAL:
-            self._awaiting_approval(p, number, target, plan)
-            return False
-        self._start_pivot(p, number, target, plan, recreate=decision.recreate)
-        return True
-
-    def _adopt(self, p: _Pass, number: int) -> None:
-        """The active revision was deleted or edited by hand, and the rebuilt selection is
-        exactly what the children install: it is the active revision now (no pivot, no
-        approval: nothing changes on the cluster)."""
-        record, out = p.record, p.out
-        record.active = number
-        if record.last_successful in (None, out.lost_active):
-            record.last_successful = number
-        p.persist(record)
-        p.children.record_revision(number)
-        out.events.append(
-            (
-                "Normal",
-                "ResolveSetRebuilt",
-                f"revision {number} records what is installed; it replaces revision "
-                f"{out.lost_active}, which was deleted or modified by hand",
-            )
-        )
-
-    def _children_missing(self, p: _Pass) -> None:
-        """Children of the active revision were deleted by hand: say so (and, unless paused,
-        publish it now: the re-creation may complete within this pass)."""
-        out = p.out
-        out.events.append(("Warning", "ChildMissing", _missing_text(out.reports)))
-        if out.publish is not None and not p.spec.paused:
-            now = replace(
-                out, progressing=Progress(ProgressState.PIVOTING, _missing_text(out.reports))
-            )
-            out.publish(now.outcome())
-
-    def _blocked(self, p: _Pass, number: int, target: ResolveSet, s: Situation) -> None:
-        """Revision ``number`` failed and waits for its backoff, a new selection or a retry."""
-        out = p.out
-        self._observe_active(p.spec, out, p.children)
-        if p.record.pivot is not None:
-            self._describe_pivot(p.record.pivot, out)
-        out.progressing = replace(
-            out.progressing,
-            message=f"{out.progressing.message}. Revision {number} is tried again after a "
-            "backoff, when the selection changes, or now with the annotation "
-            "pivoter.io/retry-now",
-            retry_waits=True,
-        )
-        _freshness(
-            out,
-            target,
-            p.active,
-            gate=(
-                "RevisionFailed",
-                f"revision {number} failed and is tried again after a backoff (or now "
-                "with the annotation pivoter.io/retry-now)",
-            ),
-        )
-        if s.retry_at is not None:
-            out.requeue_after = max(1.0, s.retry_at - s.now)
-
-    def _paused(self, p: _Pass, number: int, target: ResolveSet, plan: dict[str, Any]) -> None:
-        """``spec.paused``: revision ``number`` waits; its plan is published."""
-        out = p.out
-        out.pending_plan = plan
-        out.progressing = Progress(
-            ProgressState.PAUSED,
-            f"paused: revision {number} ({summary(plan)}) waits until spec.paused is false",
-        )
-        _freshness(
-            out,
-            target,
-            p.active,
-            gate=("Paused", f"revision {number} waits until spec.paused is false"),
-        )
-        self._observe_active(p.spec, out, p.children)
-
-    def _awaiting_approval(
-        self, p: _Pass, number: int, target: ResolveSet, plan: dict[str, Any]
-    ) -> None:
-        """Manual approval: revision ``number`` waits for it; its plan (with the objects it
-        changes) is published."""
-        out, name = p.out, p.spec.ref.cli
-        plan["objects"] = self._plan_objects(
-            p.obj, p.spec, p.children, target=target, number=number, out=out
-        )
-        out.pending_plan = plan
-        out.progressing = Progress(
-            ProgressState.AWAITING_APPROVAL,
-            f"revision {number} ({summary(plan)}) waits for approval: "
-            f"pivoter approve {name} --revision {number}",
-        )
-        _freshness(
-            out,
-            target,
-            p.active,
-            gate=(
-                "AwaitingApproval",
-                f"revision {number} waits for Manual approval: pivoter approve "
-                f"{name} --revision {number}",
-            ),
-        )
-        self._observe_active(p.spec, out, p.children)
-
-    def _start_pivot(
-        self,
-        p: _Pass,
-        number: int,
-        target: ResolveSet,
-        plan: dict[str, Any],
-        *,
-        recreate: tuple[str, ...],
-    ) -> None:
-        """Start the pivot to revision ``number`` and persist its record (the claim on what it
-        installs)."""
-        record = p.record
-        _freshness(
-            p.out, target, p.active, gate=("Pivoting", f"revision {number} is being installed")
-        )
-        record.pivot = self._machine(p.children).start(number, record.last_successful)
-        record.last_attempted = number
-        record.retry_token = p.spec.retry_token
-        record.requested = tuple(p.spec.packages)
-        record.recreating = recreate
-        p.persist(record)
-        # Under the claims lock: the next input to resolve holds this target even before the
-        # input cache shows the record just written.
-        held.LEDGER.started(p.spec.ref, number)
-        p.out.events.append(
-            ("Normal", "PivotStarted", f"pivoting to revision {number}: {summary(plan)}")
-        )
-
-    def _plan_objects(
+    def plan_objects(
         self,
         obj: Mapping[str, Any],
         spec: InputSpec,
@@ -514,6 +254,10 @@ class InputEngine:
         return section
 
     # -- pivots ----------------------------------------------------------------------------------
+
+    def start_pivot(self, children: Children, revision: int, previous: int | None) -> PivotRecord:
+        """A new pivot record to ``revision`` (reverting to ``previous``)."""
+        return self._machine(children).start(revision, previous)
 
     def _machine(self, children: Children) -> PivotMachine:
         return PivotMachine(
@@ -548,8 +292,8 @@ class InputEngine:
             record.pivot = pivot.to(Phase.FAILED, message=lost, cause=cause)
             self._finish(record)
             persist(record)
-            self._describe_pivot(record.pivot, out)
-            self._observe_active(spec, out, children)
+            out.progressing = progress_of(record.pivot)
+            self.observe_active(spec, out, children)
             return
         out.selection = target
 
@@ -568,10 +312,10 @@ class InputEngine:
         current = record.pivot
         assert current is not None
         if current.phase.terminal:
-            self._observe_active(spec, out, children)
+            self.observe_active(spec, out, children)
         else:
             self._report_pivoting(spec, out, children, target, record.recreating)
-        self._describe_pivot(current, out)
+        out.progressing = progress_of(current)
 
     def _report_pivoting(
         self,
@@ -587,9 +331,9 @@ class InputEngine:
             # Preparing reports no child: say how the children installed now are doing (a
             # missing one is named while the pivot re-creates it), not "nothing installed".
             requeue = out.requeue_after
-            self._observe_active(spec, out, children, recreating=True)
+            self.observe_active(spec, out, children, recreating=True)
             out.requeue_after = requeue
-        out.reports = _recreated(out.reports, recreating, target)
+        out.reports = recreated(out.reports, recreating, target)
 
     def _finish(self, record: Record) -> None:
         """Record how the pivot ended: the active revision, or the failure and its backoff."""
@@ -605,12 +349,9 @@ class InputEngine:
         if pivot.phase is Phase.ROLLED_BACK:
             record.active = pivot.previous
 
-    def _describe_pivot(self, pivot: PivotRecord, out: Draft) -> None:
-        out.progressing = progress_of(pivot)
-
     # -- target selection --------------------------------------------------------------------------
 
-    def _target(self, p: _Pass, peers: held.Peers) -> tuple[int, ResolveSet] | None:
+    def _target(self, p: Pass, peers: held.Peers) -> tuple[int, ResolveSet] | None:
         """The target revision (its number and ResolveSet): the pinned one, or a new resolution
         written as a revision; None when there is none (``out.resolved`` says why)."""
         if p.spec.pinned is not None:
@@ -621,7 +362,7 @@ class InputEngine:
         selection, sources = resolution
         out, record, active = p.out, p.record, p.active
         out.not_newer = selection.not_newer
-        document, orphans = _keep_installed(selection.document, active)
+        document, orphans = keep_installed(selection.document, active)
         revision = self.store.write(p.spec.ref, document, after=record.highest, owner=p.obj)
         if active is not None and record.active is not None and revision.number != record.active:
             # The active revision was intact when this pass read it. A new revision of the same
@@ -634,22 +375,22 @@ class InputEngine:
                     f"{message}; pivoter rebuilt the state as a new revision from what it had "
                     "read before the change",
                 )
-        note = _resolved_note(orphans, out.shared)
+        note = resolved_note(orphans, out.shared)
         names = [s.name for s, _ in sources]
         for stale in catalog_selection.not_serving(self.kube, names, kind=p.spec.catalog_kind):
             note += f"; {stale}"
         out.resolved = Resolved(
             ResolutionState.RESOLVED,
-            f"resolved {_bundles(document)} (revision {revision.number}){note}",
+            f"resolved {bundles_text(document)} (revision {revision.number}){note}",
         )
         return revision.number, document
 
-    def _note(self, p: _Pass, digests: dict[str, str] | None, reads: Reads) -> None:
+    def _note(self, p: Pass, digests: dict[str, str] | None, reads: Reads) -> None:
         """Note what a resolution read (see :mod:`pivoter.inputs.relevance`)."""
         if self.relevance is not None and digests is not None:
             self.relevance.note(p.spec.ref.name, p.spec.generation, digests, reads)
 
-    def _without_catalogs(self, p: _Pass) -> tuple[int, ResolveSet] | None:
+    def _without_catalogs(self, p: Pass) -> tuple[int, ResolveSet] | None:
         """With ``spec.fallback_to_active`` (a ClusterExtension, as OLM v1 does): when the
         catalogs the input resolves from were deleted, the active revision stays the target as
         long as it still meets the request, so spec changes other than the version (config,
@@ -662,18 +403,18 @@ class InputEngine:
             or out.resolved is None
             or out.resolved.state is not ResolutionState.NO_CATALOGS
             or catalog_selection.any_catalog(self.kube, spec.catalog_selector, spec.catalog_kind)
-            or not _meets(active, spec)
+            or not meets(active, spec)
         ):
             return None
         out.resolved = Resolved(
             ResolutionState.RESOLVED,
-            f"no catalog matches any more; revision {record.active} ({_bundles(active)}) stays "
+            f"no catalog matches any more; revision {record.active} ({bundles_text(active)}) stays "
             "installed",
         )
         out.selection = active
         return record.active, active
 
-    def _pinned(self, p: _Pass) -> tuple[int, ResolveSet] | None:
+    def _pinned(self, p: Pass) -> tuple[int, ResolveSet] | None:
         """``spec.pinnedRevision``: the stored, intact revision it names, or None (reported)."""
         spec, out = p.spec, p.out
         assert spec.pinned is not None
@@ -698,13 +439,13 @@ class InputEngine:
         )
         out.resolved = Resolved(
             ResolutionState.PINNED,
-            f"pinned to revision {spec.pinned} ({_bundles(document)}); pivoter unpin "
+            f"pinned to revision {spec.pinned} ({bundles_text(document)}); pivoter unpin "
             f"{spec.ref.cli} follows the catalogs again",
         )
         return revision.number, document
 
     def _resolution(
-        self, p: _Pass, peers: held.Peers
+        self, p: Pass, peers: held.Peers
     ) -> tuple[Selection, list[tuple[CatalogInput, str]]] | None:
         """Resolve the input against the selected catalogs, with the active revision (or the
         children) as installed state and what the other inputs hold as held choices; None when
@@ -846,7 +587,7 @@ class InputEngine:
 
     # -- observation -------------------------------------------------------------------------------
 
-    def _observe_active(
+    def observe_active(
         self, spec: InputSpec, out: Draft, children: Children, *, recreating: bool = False
     ) -> list[str]:
         """Report the children of the active revision (``recreating``: a missing one is about
@@ -909,119 +650,3 @@ def _pivot_plan(
         auto_rollback=spec.auto_rollback,
         child_settings=spec.child_settings,
     )
-
-
-def _meets(document: ResolveSet, spec: InputSpec) -> bool:
-    """Whether ``document`` still meets every request's version range (Masterminds, as users
-    write them): a request for another version cannot be met without a catalog."""
-    versions = {e.package: e.version for e in document.entries}
-    for request in spec.requests:
-        version = versions.get(request.package)
-        if version is None:
-            return False
-        if request.version_range:
-            try:
-                if not parse_range(request.version_range, "masterminds").contains(version):
-                    return False
-            except (RangeSyntaxError, ValueError):
-                return False
-    return True
-
-
-def _keep_installed(
-    document: ResolveSet, active: ResolveSet | None
-) -> tuple[ResolveSet, list[str]]:
-    """Complete the bundles the resolver kept only because they are installed (no catalog
-    offers them any more, so it knows no image) from the active revision; return the document
-    and those bundles' names."""
-    if active is None:
-        return document, []
-    installed = {(e.package, e.bundle): e for e in active.entries}
-    entries, orphans = [], []
-    for entry in document.entries:
-        known = installed.get((entry.package, entry.bundle))
-        if not entry.image and known is not None:
-            entries.append(known)
-            orphans.append(f"{entry.package} {entry.version}")
-        else:
-            entries.append(entry)
-    if not orphans:
-        return document, []
-    return replace(document, entries=tuple(entries)), orphans
-
-
-def _resolved_note(orphans: list[str], shared: list[held.SharedDependency] | None) -> str:
-    """What the Resolved message adds: bundles kept only because they are installed, and the
-    shared dependencies other inputs install."""
-    note = ""
-    if orphans:
-        note = f"; {', '.join(orphans)} stay as installed: no selected catalog offers them any more"
-    if shared:
-        note += "; shared dependencies installed by other inputs: " + ", ".join(
-            s.text() for s in shared
-        )
-    return note
-
-
-def _freshness(
-    out: Draft,
-    target: ResolveSet,
-    active: ResolveSet | None,
-    *,
-    gate: tuple[str, str] | None = None,
-) -> None:
-    """Set ``out.up_to_date``: each bundle of ``target`` not active yet and the ``gate`` (reason,
-    words) that holds it back, then the newest bundle of each requested package that the
-    resolution did not take with the resolver's reason (docs/pivot.md, "Why not newer")."""
-    lines: list[str] = []
-    reason = ""
-    if gate is not None:
-        installed = {e.package: e.bundle for e in active.entries} if active else {}
-        held_back = [e for e in target.entries if installed.get(e.package) != e.bundle]
-        if held_back:
-            reason = gate[0]
-            lines += [
-                f"{e.package} {e.version} ({e.bundle}) is not taken: {gate[1]}" for e in held_back
-            ]
-    lines += [n.text() for n in out.not_newer]
-    if not lines:
-        out.up_to_date = Freshness(
-            FreshnessState.NEWEST,
-            "Newest",
-            f"nothing newer is offered for the requested packages ({_bundles(target)})",
-        )
-        return
-    out.up_to_date = Freshness(
-        FreshnessState.NOT_NEWEST, reason or out.not_newer[0].reason, "; ".join(lines)
-    )
-
-
-def _recreated(
-    reports: list[ChildReport], recreating: tuple[str, ...], target: ResolveSet
-) -> list[ChildReport]:
-    """The status' view of a pivot that re-creates children deleted by hand: each of them that
-    is not ready again is reported as missing, with what happened and where it stands."""
-    if not recreating:
-        return reports
-    bundles = {e.package: e.bundle for e in target.entries}
-    result = []
-    for r in reports:
-        if r.package not in recreating or r.state in (ChildState.READY, ChildState.MISSING):
-            result.append(r)
-            continue
-        now = f"{r.state.value}: {r.message}" if r.message else r.state.value
-        message = (
-            f"BundleDeployment {r.name} (bundle {bundles.get(r.package, r.package)}) was "
-            f"deleted; re-creating it (now {now})"
-        )
-        result.append(ChildReport(r.package, r.name, ChildState.MISSING, message, r.reason))
-    return result
-
-
-def _missing_text(reports: list[ChildReport]) -> str:
-    """The ChildMissing Event: each missing child, its bundle, and what pivoter does."""
-    return "; ".join(r.message for r in reports if r.state is ChildState.MISSING)
-
-
-def _bundles(document: ResolveSet) -> str:
-    return ", ".join(f"{e.package} {e.version}" for e in document.entries) or "no bundles"

@@ -16,7 +16,8 @@ from typing import Any
 
 from pivoter.apis.inputs import input_kind
 from pivoter.apis.views import FieldError
-from pivoter.inputs.engine import Draft, InputEngine, Outcome
+from pivoter.inputs.engine import InputEngine
+from pivoter.inputs.outcome import Draft, Outcome
 from pivoter.inputs.record import Record
 from pivoter.inputs.spec import InputSpec
 from pivoter.kube import EventRecorder, Kube, NotFound, Resource

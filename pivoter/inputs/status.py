@@ -13,8 +13,8 @@ from typing import Any
 
 from pivoter.apis import pivoter as api
 from pivoter.apis.conditions import FALSE, TRUE, UNKNOWN, Condition, find, set_conditions
-from pivoter.inputs.engine import Outcome
 from pivoter.inputs.facts import Freshness, FreshnessState, ProgressState, ResolutionState
+from pivoter.inputs.outcome import Outcome
 from pivoter.pivot import REASON_CHILD_MISSING, ChildReport, ChildState, Phase
 
 __all__ = [

@@ -15,7 +15,7 @@ from typing import Any
 from pivoter.apis import platform
 from pivoter.apis.conditions import FALSE, TRUE, Condition, set_conditions
 from pivoter.apis.views import PlatformOperatorView
-from pivoter.inputs.engine import Outcome
+from pivoter.inputs.outcome import Outcome
 from pivoter.inputs.status import shared_dependencies, up_to_date
 from pivoter.pivot import ChildState, child_name
 from pivoter.resolvesets import InputRef

@@ -9,7 +9,7 @@ import pytest
 
 from pivoter.apis.inputs import INPUT_KINDS
 from pivoter.inputs.controller import resolution_kind
-from pivoter.inputs.engine import Outcome
+from pivoter.inputs.outcome import Outcome
 from pivoter.inputs.reconciler import FINALIZER, InputReconciler, Kind
 from pivoter.kube import Resource
 from provisioners.apply.kubeerrors import Unavailable

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from pivoter.inputs.engine import Draft, _freshness
 from pivoter.inputs.facts import Freshness, FreshnessState
+from pivoter.inputs.outcome import Draft
+from pivoter.inputs.passfacts import set_freshness
 from pivoter.inputs.record import Record
 from pivoter.inputs.resolve import resolve
 from pivoter.inputs.status import resolution_status
@@ -195,7 +196,7 @@ def test_up_to_date_names_the_gate_before_the_resolver() -> None:
     active, target = _document("1.0.0"), _document("^1")
     out = Draft(record=Record(active=1))
     out.not_newer = (NotNewer("web", "web.v2.0.0", "2.0.0", "version 2.0.0 is outside", "X"),)
-    _freshness(out, target, active, gate=("AwaitingApproval", "revision 2 waits for approval"))
+    set_freshness(out, target, active, gate=("AwaitingApproval", "revision 2 waits for approval"))
     assert out.up_to_date == Freshness(
         FreshnessState.NOT_NEWEST,
         "AwaitingApproval",
@@ -207,7 +208,7 @@ def test_up_to_date_names_the_gate_before_the_resolver() -> None:
 def test_up_to_date_true_and_the_condition_in_status() -> None:
     target = _document("")
     out = Draft(record=Record(active=1))
-    _freshness(out, target, target, gate=("Paused", "paused"))
+    set_freshness(out, target, target, gate=("Paused", "paused"))
     assert out.up_to_date is not None
     assert (out.up_to_date.state, out.up_to_date.reason) == (FreshnessState.NEWEST, "Newest")
     status = resolution_status({"metadata": {"name": "x"}}, out.outcome(), 3)

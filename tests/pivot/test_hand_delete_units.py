@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from pivoter.inputs.engine import Draft, _recreated
+from pivoter.inputs.outcome import Draft
+from pivoter.inputs.passfacts import recreated
 from pivoter.inputs.record import Record
 from pivoter.inputs.status import healthy, installed
 from pivoter.kube import NotFound, Resource, Unavailable
@@ -175,7 +176,7 @@ def test_status_names_the_missing_child_and_not_nothing_installed() -> None:
         ChildReport("web", "res-web", ChildState.PENDING, "waiting for the controller"),
         ChildReport("db", "res-db", ChildState.READY, "installed"),
     ]
-    out = Draft(record=Record(active=1), reports=_recreated(reports, ("web",), target)).outcome()
+    out = Draft(record=Record(active=1), reports=recreated(reports, ("web",), target)).outcome()
     found = healthy(out)
     assert (found.status, found.reason) == ("False", "ChildMissing")
     assert found.message == (
@@ -188,7 +189,7 @@ def test_status_names_the_missing_child_and_not_nothing_installed() -> None:
     ready = [ChildReport("web", "res-web", ChildState.READY, "ok"), reports[1]]
     assert (
         healthy(
-            Draft(record=Record(active=1), reports=_recreated(ready, ("web",), target)).outcome()
+            Draft(record=Record(active=1), reports=recreated(ready, ("web",), target)).outcome()
         ).status
         == "True"
     )

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from pivoter.inputs.engine import Draft
 from pivoter.inputs.facts import ResolutionState, Resolved, progress_of
+from pivoter.inputs.outcome import Draft
 from pivoter.inputs.record import Record
 from pivoter.inputs.status import resolution_status
 from pivoter.olmv1.status import extension_status
