@@ -13,11 +13,13 @@ import time
 
 import pytest
 
-from pivoter.apis.resources import CLUSTER_CATALOGS
+from pivoter.apis.resources import BUNDLE_DEPLOYMENTS, CLUSTER_CATALOGS, CLUSTER_EXTENSIONS
 from pivoter.kube import NotFound
+from pivoter.kube.events import EVENTS
 from tests.olmv1.conftest import Olm, condition, reports
 from tests.olmv1.content import Bundle, Package
 from tests.olmv1.test_install_update_cluster import CE
+from tests.polling import wait_for
 
 pytestmark = pytest.mark.cluster
 
@@ -336,3 +338,60 @@ spec:
     olm.kube.delete(olm.kube.resource("apps/v1", "Deployment"), deployment, olm.test_namespace)
     olm.wait(lambda o: reports(o, "Installed", "True"), what="Installed", timeout=150)
     olm.rolled_out()
+
+
+def test_an_annotation_pivoter_cannot_read_changes_nothing_and_deletion_keeps_what_runs(
+    olm: Olm,
+) -> None:
+    """``pivoter.io/approval: manual`` (no schema checks an annotation): the extension's view
+    refuses it, a Warning Event names it and nothing installed changes; deleting the extension
+    then keeps what it installed (its BundleDeployment is orphaned, not uninstalled: what the
+    object asked for is unknown)."""
+    olm.catalog("test", TEST)
+    olm.apply(CE)
+    olm.bundle_installed("test.1.2.0", "1.2.0")
+    children = _children(olm)
+    assert len(children) == 1
+    patch = {"metadata": {"annotations": {"pivoter.io/approval": "manual"}}}
+    olm.kube.merge_patch(CLUSTER_EXTENSIONS, olm.name, patch)
+
+    def refused() -> list[dict[str, object]] | None:
+        items, _ = olm.kube.list(EVENTS, "default")
+        found = [
+            e
+            for e in items
+            if (e.get("regarding") or {}).get("name") == olm.name
+            and e.get("reason") == "InvalidSpec"
+        ]
+        return found or None
+
+    (event, *_) = wait_for(refused, timeout=60, what="the InvalidSpec Event")
+    assert "metadata.annotations[pivoter.io/approval]" in str(event.get("note"))
+    assert condition(olm.get(), "Installed")["status"] == "True"
+
+    olm.kube.delete(CLUSTER_EXTENSIONS, olm.name)
+    wait_for(lambda: _gone(olm), timeout=60, what="the ClusterExtension deleted")
+    name = children[0]
+    kept = olm.kube.get(BUNDLE_DEPLOYMENTS, name)
+    assert not kept["metadata"].get("ownerReferences")
+    assert "pivoter.io/input" not in (kept["metadata"].get("annotations") or {})
+    olm.kube.merge_patch(BUNDLE_DEPLOYMENTS, name, {"metadata": {"finalizers": None}})
+    olm.kube.delete(BUNDLE_DEPLOYMENTS, name)
+
+
+def _children(olm: Olm) -> list[str]:
+    items, _ = olm.kube.list(BUNDLE_DEPLOYMENTS)
+    owner = f"ClusterExtension/{olm.name}"
+    return [
+        str(bd["metadata"]["name"])
+        for bd in items
+        if (bd["metadata"].get("annotations") or {}).get("pivoter.io/input") == owner
+    ]
+
+
+def _gone(olm: Olm) -> bool:
+    try:
+        olm.get()
+    except NotFound:
+        return True
+    return False
