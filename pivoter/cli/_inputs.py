@@ -14,6 +14,7 @@ from typing import Any
 
 from pivoter.apis.inputs import input_kind
 from pivoter.cli.exitcodes import ExitCode
+from pivoter.cli.flags import InputArgument
 from pivoter.cli.output import error
 from pivoter.inputs import ANNOTATION_PINNED_REVISION
 from pivoter.kube import Kube, KubeConfigError, KubeError, NotFound, Resource, load_client
@@ -49,7 +50,9 @@ class Target:
 def run_on_input(args: argparse.Namespace, body: Callable[[Target], int]) -> int:
     """Read the input named by ``args`` and run ``body`` on it, mapping errors to exit codes."""
     entry = input_kind(args.input.kind)
-    assert entry is not None  # the converter read the kind from the registry
+    if entry is None:
+        error(InputArgument.unknown(args.input.text))
+        return int(ExitCode.INVALID)
     resource, name = entry.resource, args.input.name
     try:
         kube = Kube(load_client(args.kubeconfig))

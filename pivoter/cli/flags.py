@@ -633,30 +633,39 @@ class InputName(NamedTuple):
 
 @dataclass(frozen=True)
 class InputArgument:
-    """``NAME`` (a Resolution) or ``<kind>/NAME`` for any input kind of
-    :data:`pivoter.apis.inputs.INPUT_KINDS` (the kind in any case, or plural), whose NAME is a
-    Kubernetes object name; refused with exit 3 as the input commands always did."""
+    """``NAME`` (a Resolution) or ``<kind>/NAME`` (the kind in any case, or plural), whose NAME
+    is a Kubernetes object name; refused with exit 3 as the input commands always did. Which
+    kinds exist is the registry's (:data:`pivoter.apis.inputs.INPUT_KINDS`): an unknown one is
+    returned as given and answered by the command (exit 3 too, without raising, for callers of
+    :func:`pivoter.cli.main.main`; :meth:`unknown` says it)."""
 
     kind = "input"
 
     def __call__(self, text: str) -> InputName:
-        """Check the kind and the name; return them."""
+        """Check the name; return the kind (the registry's name for it when it is one) and
+        the name."""
         from pivoter.apis.inputs import INPUT_KINDS, RESOLUTION  # the registry, when used
 
         kinds = {k.kind.lower(): k.kind for k in INPUT_KINDS}
         given, sep, name = text.partition("/")
-        kind = kinds.get(given.lower().removesuffix("s")) if sep else RESOLUTION.kind
+        kind = kinds.get(given.lower().removesuffix("s"), given) if sep else RESOLUTION.kind
         if not sep:
             name = text
-        if kind is None or not name:
-            forms = ["NAME", *(f"{k}/NAME" for k in kinds)]
-            expected = ", ".join(forms[:-1]) + f" or {forms[-1]}"
-            raise FlagError(f"INPUT {text!r}: expected {expected}", ExitCode.INVALID)
+        if not name:
+            raise FlagError(self.unknown(text), ExitCode.INVALID)
         try:
             Name("dns-subdomain", "INPUT name")(name)
         except FlagError as exc:
             raise FlagError(str(exc), ExitCode.INVALID) from None
         return InputName(text, kind, name)
+
+    @staticmethod
+    def unknown(text: str) -> str:
+        """What an ``INPUT`` that names no input kind is told."""
+        from pivoter.apis.inputs import INPUT_KINDS
+
+        forms = ["NAME", *(f"{k.kind.lower()}/NAME" for k in INPUT_KINDS)]
+        return f"INPUT {text!r}: expected " + ", ".join(forms[:-1]) + f" or {forms[-1]}"
 
 
 class Location(NamedTuple):

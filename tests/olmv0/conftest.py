@@ -11,7 +11,7 @@ import pytest
 from pivoter.kube import Kube, load_client
 from provisioners.apply.kubeapi import KubeAPI
 from tests.cluster import TestCluster
-from tests.inputs.conftest import bundle_registry, content, env, input_crds
+from tests.inputs.conftest import bundle_registry, content, env, hooks, input_crds
 from tests.olmv0.content import BundleDir, write_fbc
 from tests.olmv0.peer import OlmV0
 from tests.wire.conftest import OpmServer
@@ -20,6 +20,7 @@ __all__ = [
     "bundle_registry",
     "content",
     "env",
+    "hooks",
     "input_crds",
 ]  # the Resolution controllers, in process
 
