@@ -47,7 +47,7 @@ DURATION = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$"
 
 
 def shared_dependencies() -> Schema:
-    """``status.sharedDependencies`` of an input (Resolution and PlatformOperator)."""
+    """``status.sharedDependencies`` of an input (every input kind)."""
     return array(
         "pivoter: bundles other inputs install that this input's selection depends on (a shared "
         "dependency is installed once, by the input that selected it first).",

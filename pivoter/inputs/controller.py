@@ -91,7 +91,7 @@ def register(
     workers: int,
 ) -> InputReconciler:
     """Register the controller of one input kind with every watch an input needs; return its
-    reconciler. Shared by the Resolution and PlatformOperator controllers."""
+    reconciler. Shared by the controllers of every input kind."""
     revisions = manager.informer_for(
         CONFIG_MAPS, namespace=store.namespace, label_selector=REVISIONS_SELECTOR
     )

@@ -5,7 +5,7 @@ other inputs installed: when a child is added, pivoted, or deleted, the inputs w
 ``status.sharedDependencies`` name its package are queued (a holder deleted: they install the
 package themselves), and so are the inputs that are unsatisfiable (a held version or API may
 have been what stood in the way). Level-triggered: the reconcile reads the cluster afresh. Used
-by the Resolution and PlatformOperator controllers as a watch mapper.
+by the controllers of every input kind as a watch mapper.
 """
 
 from __future__ import annotations

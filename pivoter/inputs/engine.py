@@ -1,6 +1,6 @@
 """The pivoter loop for one input: resolve, record a revision, decide, pivot, observe.
 
-Shared by the Resolution and PlatformOperator controllers, which turn their object into an
+Shared by the controllers of every input kind, which turn their object into an
 :class:`~pivoter.inputs.spec.InputSpec`, call :meth:`InputEngine.reconcile` and render the
 returned :class:`Outcome` as their own status. One reconcile:
 

@@ -3,7 +3,7 @@ BundleDeployments, and revert the whole group to the last successful revision on
 
 :class:`PivotMachine` is the state machine (docs/pivot.md), :class:`Children` the child
 BundleDeployments it writes and reads, :mod:`pivoter.pivot.naming` their names within rukpak's
-45-character limit. Called by the Resolution and PlatformOperator controllers
+45-character limit. Called by the controllers of every input kind
 (:mod:`pivoter.inputs.engine`).
 """
 

@@ -1,6 +1,6 @@
 """ResolveSet revisions of one input, stored as immutable ConfigMaps in the daemon's namespace.
 
-:class:`RevisionStore` is what the Resolution and PlatformOperator controllers call: ``write``
+:class:`RevisionStore` is what the controllers of every input kind call: ``write``
 a new selection (a no-op when the latest revision already holds the same selection hash),
 ``latest`` and ``list`` the history, ``verify`` that a revision they rely on is still what pivoter
 wrote, and ``collect_garbage`` beyond the history limit. It reads the API server directly (not an
