@@ -15,7 +15,6 @@ kubernetes, gRPC, YAML) that the command did not load already.
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 import traceback
 from collections.abc import Callable
@@ -23,7 +22,7 @@ from collections.abc import Callable
 from pivoter.cli.exitcodes import ExitCode
 from pivoter.cli.output import error
 
-__all__ = ["Handler", "describe", "load_handler", "run_handler"]
+__all__ = ["Handler", "describe", "run_handler"]
 
 Handler = Callable[[argparse.Namespace], int]
 """What runs a command: the parsed arguments in, the exit code out."""
@@ -83,20 +82,9 @@ def describe(exc: BaseException) -> tuple[str, ExitCode] | None:
     return None
 
 
-def load_handler(target: str) -> Handler:
-    """Import the handler named ``"package.module:function"`` (how ``run``'s flags name theirs;
-    every other command sets the function itself)."""
-    module, _, function = target.partition(":")
-    handler: Handler = getattr(importlib.import_module(module), function)
-    return handler
-
-
-def run_handler(handler: Handler | str, args: argparse.Namespace) -> int:
-    """Run ``handler`` (or the one it names, imported here: see :func:`load_handler`); map
-    expected failures to one line and their exit code."""
+def run_handler(handler: Handler, args: argparse.Namespace) -> int:
+    """Run ``handler``; map expected failures to one line and their exit code."""
     try:
-        if isinstance(handler, str):
-            handler = load_handler(handler)
         return int(handler(args))
     except KeyboardInterrupt:
         error("interrupted")

@@ -5,9 +5,8 @@ is a group of them, :mod:`pivoter.cli.catalog`): ``register(subparsers)`` adds i
 its handler, a function ``(args) -> int``. A command module imports only argparse, the converters
 of :mod:`pivoter.cli.flags` and the light modules of :mod:`pivoter.cli`; its handler imports what
 it needs (kubernetes, gRPC, the resolver) when it runs, so ``pivoter --help`` or ``pivoter
-version`` never load them (``tests/unit/test_cli_imports.py``). ``run``'s flags are still apart,
-in :mod:`pivoter.cli.commands.run`, and name their handler ``"pivoter.cli.run:run"``, imported when
-it runs. Adding a command is adding its module to ``COMMANDS``.
+version`` never load them (``tests/unit/test_cli_imports.py``). Adding a command is adding its
+module to ``COMMANDS``.
 """
 
 from __future__ import annotations
@@ -29,11 +28,11 @@ from pivoter.cli import (
     plan,
     resolve,
     rollback,
+    run,
     unpin,
     version,
 )
-from pivoter.cli.commands import run
-from pivoter.cli.errors import Handler, load_handler, run_handler
+from pivoter.cli.errors import Handler, run_handler
 from pivoter.cli.exitcodes import EPILOG, ExitCode
 from pivoter.cli.flags import ArgumentParser, check_argv
 from pivoter.cli.output import error, escape_what_cannot_be_encoded
@@ -61,10 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def handlers(parser: argparse.ArgumentParser) -> list[Handler | str]:
-    """Every handler of ``parser`` and its subcommands (``--live``'s too): a function, or the
-    name of one (``run``'s)."""
-    found: list[Handler | str] = []
+def handlers(parser: argparse.ArgumentParser) -> list[Handler]:
+    """Every handler of ``parser`` and its subcommands (``--live``'s too)."""
+    found: list[Handler] = []
     pending = [parser]
     while pending:
         current = pending.pop()
@@ -84,14 +82,10 @@ def import_handlers() -> None:
 
     For a process that runs many commands in forked children (``tests/clirun.py``), so that each
     child does not import them again; ``pivoter`` itself imports only what the command it runs
-    needs. A handler named by a string is imported; a handler function's module is read for the
-    imports it makes (most of them inside its functions, made when the command runs), and those
-    are made.
+    needs. A handler's module is read for the imports it makes (most of them inside its
+    functions, made when the command runs), and those are made.
     """
     for handler in handlers(build_parser()):
-        if isinstance(handler, str):
-            load_handler(handler)
-            continue
         source = Path(sys.modules[handler.__module__].__file__ or "").read_text(encoding="utf-8")
         for node in ast.walk(ast.parse(source)):
             if isinstance(node, ast.Import):

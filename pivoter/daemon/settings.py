@@ -8,7 +8,7 @@ flags; test fixtures fill :class:`Settings` themselves, asking for the part of t
 need through :class:`Scope` and the other fields.
 
 The ``DEFAULT_*`` constants are the defaults of ``pivoter run``'s flags, here and nowhere else:
-the command's surface (:mod:`pivoter.cli.commands.run`) imports this module to show them in
+the command (:mod:`pivoter.cli.run`) imports this module to show them in
 ``--help``, so it imports nothing beyond the standard library (``tests/unit/test_cli_imports.py``).
 """
 

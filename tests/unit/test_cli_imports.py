@@ -19,8 +19,7 @@ from pathlib import Path
 import pytest
 
 from pivoter.cli import catalog_graph, catalog_live, resolve
-from pivoter.cli.commands import run as run_surface
-from pivoter.cli.errors import load_handler
+from pivoter.cli import run as run_surface
 from pivoter.cli.main import build_parser, handlers
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -84,9 +83,9 @@ COMMAND_MODULES = {
         )
     ),
     "pivoter.cli.commands._common",
-    "pivoter.cli.commands.run",
+    "pivoter.cli.run",
 }
-"""Each command's module (flags and handler; ``run``'s flags alone) and what they share."""
+"""Each command's module (flags and handler) and what they share."""
 
 
 def _modules_after(code: str) -> set[str]:
@@ -168,7 +167,7 @@ def test_every_handler_is_named_and_importable() -> None:
     assert catalog_live.run in found  # catalog test --live
     assert len(found) == 16
     for handler in found:
-        assert callable(load_handler(handler) if isinstance(handler, str) else handler), handler
+        assert callable(handler), handler
 
 
 def test_importing_the_handlers_imports_what_they_run_with() -> None:

@@ -29,10 +29,9 @@ def add_command(subparsers: Subparsers, name: str, help_text: str) -> argparse.A
     return parser
 
 
-def set_handler(parser: argparse.ArgumentParser, handler: Handler | str) -> None:
+def set_handler(parser: argparse.ArgumentParser, handler: Handler) -> None:
     """Set the function that runs the command: it takes the parsed arguments and returns the exit
-    code, and imports what it needs when it runs. The ``run`` command names its handler instead,
-    as ``"package.module:function"``, imported only when it runs."""
+    code, and imports what it needs when it runs."""
     parser.set_defaults(handler=handler)
 
 
