@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pivoter.apis import rukpak
-from pivoter.apis.conditions import FALSE, TRUE, UNKNOWN, find, set_condition
+from pivoter.apis.conditions import FALSE, TRUE, UNKNOWN, set_condition
 from pivoter.apis.resources import BUNDLES, CONFIG_MAPS, SECRETS
 from pivoter.controllers.sourcespec import source_spec
 from pivoter.kube import Kube, NotFound
@@ -115,16 +115,13 @@ class BundleReconciler:
         generation = int(bundle["metadata"].get("generation") or 0)
         status: dict[str, Any] = dict(bundle.get("status") or {})
         conditions: list[dict[str, Any]] = [dict(c) for c in status.get("conditions") or []]
-        previous = find(conditions, rukpak.TYPE_UNPACKED)
         # A retry of this generation's failed unpack keeps saying it failed until it succeeds:
         # flipping to Unpacking and back would change status on every attempt, and each status
-        # write is a watch event that queues the Bundle again at once, past its backoff.
-        retrying = (
-            previous is not None
-            and previous.get("reason") == rukpak.REASON_UNPACK_FAILED
-            and previous.get("observedGeneration") == generation
-        )
-        if not retrying and (previous is None or previous.get("reason") != rukpak.REASON_UNPACKING):
+        # write is a watch event that queues the Bundle again at once, past its backoff. Where it
+        # stands is the Bundle's phase (rukpak's enum), written with each condition.
+        phase = status.get("phase")
+        retrying = phase == rukpak.PHASE_FAILING and status.get("observedGeneration") == generation
+        if not retrying and phase != rukpak.PHASE_UNPACKING:
             set_condition(
                 conditions,
                 rukpak.TYPE_UNPACKED,
