@@ -701,11 +701,11 @@ class CatalogLocation:
             if text.startswith(tuple(f"{scheme}://" for scheme in schemes)):
                 Url(schemes)(text)
                 return Location(text, text.partition(":")[0], "")
-        if "://" in text and not os.path.isdir(text):
+        path = text.removeprefix("file://")
+        if "://" in path and not os.path.isdir(path):
             raise FlagError(
                 f"catalog source {text!r}: expected a directory, file://, http(s):// or grpc(s)://"
             )
-        path = text.removeprefix("file://")
         if not path:
             raise FlagError("catalog source: an empty path")
         _no_control(path, "catalog source")

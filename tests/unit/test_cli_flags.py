@@ -100,3 +100,14 @@ def test_an_output_path_is_a_file_or_stdout_with_its_format(tmp_path: Path) -> N
     out = tmp_path / "graph.MMD"
     assert graph(str(out)) == OutputTarget(str(out), "mmd")
     assert OutputPath()(str(tmp_path / "report")) == OutputTarget(str(tmp_path / "report"), "")
+
+
+def test_a_file_url_names_its_directory(tmp_path: Path) -> None:
+    """``catalog render --help`` offers ``file://`` sources: they are read as the directory."""
+    text = f"file://{tmp_path}"
+    assert CatalogLocation()(text) == Location(text, "", str(tmp_path))
+    with pytest.raises(FlagError) as refused:
+        CatalogLocation()(f"file://{tmp_path}/missing")
+    assert refused.value.code is ExitCode.FAILURE
+    with pytest.raises(FlagError, match="expected a directory, file://"):
+        CatalogLocation()("ftp://catalogs.example/x")
