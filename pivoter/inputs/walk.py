@@ -22,21 +22,15 @@ from typing import Any
 from pivoter.apis import pivoter as api
 from pivoter.apis.conditions import find
 from pivoter.apis.resources import RESOLUTIONS
-from pivoter.inputs.facts import ProgressState, ResolutionState
+from pivoter.inputs.facts import ResolutionState, progress_of
 from pivoter.inputs.record import Record
 from pivoter.kube import Kube, NotFound
-from pivoter.pivot import Phase
 
 __all__ = ["INSTALLED", "StepOutcome", "Walker"]
 
 INSTALLED = "Installed"
 STOPS = frozenset({ResolutionState.UNSATISFIABLE, ResolutionState.CONFLICT})
 """How a resolution ends a step (the request cannot be met)."""
-FAILED_PIVOTS = {
-    Phase.FAILED: ProgressState.PIVOT_FAILED,
-    Phase.ROLLED_BACK: ProgressState.ROLLED_BACK,
-}
-"""How a pivot ends a step, and the outcome it is reported as."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,9 +173,10 @@ def _verdict(
     if attempted is None or attempted == before:
         return None  # the step's pivot has not started
     pivot = record.pivot
-    if pivot is not None and pivot.revision == attempted and pivot.phase in FAILED_PIVOTS:
+    state = progress_of(pivot).state if pivot is not None else None
+    if pivot is not None and state is not None and state.failed and pivot.revision == attempted:
         progressing = find(conditions, api.TYPE_PROGRESSING) or {}
-        return FAILED_PIVOTS[pivot.phase].value, str(progressing.get("message") or "")
+        return state.value, str(progressing.get("message") or "")
     ready = find(conditions, api.TYPE_READY) or {}
     selected = {s.get("package"): s.get("version") for s in status.get("selection") or []}
     if (
