@@ -235,6 +235,7 @@ def test_a_catalog_over_the_ceiling_is_refused_before_any_parse(tmp_path: Path) 
     assert "more than its ceiling of 512.0 MiB" in result.stdout + result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("name", "code"),
     [("certified-operators-v4.20", ExitCode.OK), ("community-operators-prod-derived", 3)],

@@ -26,6 +26,9 @@ from pivoter.cli.exitcodes import ExitCode
 from tests.clirun import pivoter
 from tests.net.hostile import Step, hostile_server
 
+# Waits on purpose (deadlines, stalled and dripping peers, floods): in CI, not the inner loop.
+pytestmark = pytest.mark.slow
+
 DEADLINE = 1.5
 """``--timeout`` of the commands here."""
 MARGIN = 2.5

@@ -25,6 +25,9 @@ from resolver.catalog.registryapi import registry_pb2 as api
 from resolver.catalog.sources import CatalogdSource, CatalogSourceError, RegistrySource
 from tests.net.hostile import Hostile, Step, hostile_server, timed
 
+# Waits on purpose (deadlines, stalled and dripping peers, floods): in CI, not the inner loop.
+pytestmark = pytest.mark.slow
+
 DRIP = 0.25
 """Seconds between two bytes of a dripping peer."""
 DEADLINE = 1.0

@@ -46,6 +46,9 @@ from pivoter.observability.server import Endpoints
 from pivoter.webhook.server import PATHS, WebhookServer
 from provisioners.certs import issue_serving_certificate
 
+# Waits on purpose (deadlines, stalled and dripping peers, floods): in CI, not the inner loop.
+pytestmark = pytest.mark.slow
+
 LIMITS = ConnectionLimits(
     handshake_timeout=1.0,
     header_timeout=1.0,

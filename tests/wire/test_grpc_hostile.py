@@ -24,6 +24,9 @@ from resolver.catalog.registryapi import registry_pb2 as api
 from tests.wire.conftest import DATA, PivoterServer
 from tests.wire.h2raw import SETTINGS_MAX_CONCURRENT_STREAMS, RawH2
 
+# Waits on purpose (deadlines, stalled and dripping peers, floods): in CI, not the inner loop.
+pytestmark = pytest.mark.slow
+
 LIMITS = GrpcLimits(read_timeout=1.0, write_timeout=1.0)
 STREAMS = LIMITS.max_concurrent_streams
 """Streams a well-behaved hostile client opens per connection (the server's announced cap)."""

@@ -33,6 +33,9 @@ from resolver.catalog.sources.stale import STALE_HEADER, STALE_METADATA
 from tests.polling import wait_for
 from tests.wire.conftest import DATA
 
+# Waits on purpose (deadlines, stalled and dripping peers, floods): in CI, not the inner loop.
+pytestmark = pytest.mark.slow
+
 NAME = "live"
 _PIVOTER = (sys.executable, "-m", "pivoter.cli.main")
 REDIS = (
