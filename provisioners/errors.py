@@ -50,3 +50,13 @@ class TlsVerificationError(SourceError):
 
 class ContentTooLargeError(SourceError):
     """The source served more bytes than the configured limits allow."""
+
+
+class MirrorConfigError(InvalidSourceError):
+    """A registries.conf file or a mirror set object is malformed; the message names which and
+    the field, and the pull stays as it was until the configuration is fixed."""
+
+
+class RegistryBlockedError(SourceError):
+    """The mirror policy forbids contacting the image's registry and no mirror serves this kind
+    of reference; the message names the rule that blocks it and what would make a mirror apply."""

@@ -21,12 +21,16 @@ __all__ = [
     "CLUSTER_EXTENSIONS",
     "CONFIG_MAPS",
     "CRDS",
+    "IMAGE_CONTENT_SOURCE_POLICIES",
+    "IMAGE_DIGEST_MIRROR_SETS",
+    "IMAGE_TAG_MIRROR_SETS",
     "LEASES",
     "NAMESPACES",
     "PLATFORM_OPERATORS",
     "PODS",
     "RESOLUTIONS",
     "SECRETS",
+    "SERVICE_ACCOUNTS",
     "TOKEN_REVIEWS",
 ]
 
@@ -55,6 +59,7 @@ CATALOG_SOURCES = Resource(
 # Kubernetes' own.
 CONFIG_MAPS = Resource("v1", "ConfigMap", "configmaps", namespaced=True)
 SECRETS = Resource("v1", "Secret", "secrets", namespaced=True)
+SERVICE_ACCOUNTS = Resource("v1", "ServiceAccount", "serviceaccounts", namespaced=True)
 NAMESPACES = Resource("v1", "Namespace", "namespaces", namespaced=False)
 PODS = Resource("v1", "Pod", "pods", namespaced=True)
 LEASES = Resource("coordination.k8s.io/v1", "Lease", "leases", namespaced=True)
@@ -62,3 +67,17 @@ CRDS = Resource(
     "apiextensions.k8s.io/v1", "CustomResourceDefinition", "customresourcedefinitions", False
 )
 TOKEN_REVIEWS = Resource("authentication.k8s.io/v1", "TokenReview", "tokenreviews", False)
+
+# OpenShift's registry mirror configuration (read when served: pivoter pulls through the mirrors)
+IMAGE_DIGEST_MIRROR_SETS = Resource(
+    "config.openshift.io/v1", "ImageDigestMirrorSet", "imagedigestmirrorsets", namespaced=False
+)
+IMAGE_TAG_MIRROR_SETS = Resource(
+    "config.openshift.io/v1", "ImageTagMirrorSet", "imagetagmirrorsets", namespaced=False
+)
+IMAGE_CONTENT_SOURCE_POLICIES = Resource(
+    "operator.openshift.io/v1alpha1",
+    "ImageContentSourcePolicy",
+    "imagecontentsourcepolicies",
+    namespaced=False,
+)

@@ -15,18 +15,24 @@ from __future__ import annotations
 import dataclasses
 import posixpath
 import tempfile
+from collections.abc import Callable
 from io import BytesIO
 from pathlib import Path
 from typing import Any
 
 from pivoter.catalogs.errors import FetchFailed, InvalidCatalog
 from provisioners.errors import ProvisionerError
+from provisioners.httpclient import TlsOptions
+from provisioners.registries.client import (
+    INDEX_TYPES,
+    MANIFEST_TYPES,
+    ImageManifest,
+    RegistryClient,
+)
+from provisioners.registries.pull import RegistryAccess, open_image
+from provisioners.registries.reference import ImageReference, parse_reference
 from provisioners.sources import FetchOptions, ImageSpec
-from provisioners.sources.http_client import HttpClient, TlsOptions
 from provisioners.sources.image import ImageSource
-from provisioners.sources.pull_secret import credentials_for
-from provisioners.sources.reference import parse_reference
-from provisioners.sources.registry import INDEX_TYPES, MANIFEST_TYPES, ImageManifest, RegistryClient
 from resolver import safedata
 from resolver.catalog.errors import CatalogLoadError
 from resolver.catalog.load import load_directory
@@ -83,19 +89,23 @@ class ImageCatalogSource:
         ref: str,
         *,
         name: str = "",
-        pull_secret: bytes | None = None,
+        access: Callable[[], RegistryAccess] | None = None,
         ca_pem: bytes | None = None,
         options: FetchOptions | None = None,
         platform: str = "linux/amd64",
     ) -> None:
         self.spec = ref
         self.name = name
-        self.pull_secret = pull_secret
+        self.access = access or RegistryAccess
+        """Called at every fetch: the credentials and mirrors as they are then."""
         self.ca_pem = ca_pem
         self.options = options or FetchOptions()
         self.platform = platform
+        self._access = RegistryAccess()
         self._digest: str | None = None
         self._catalog: Catalog | None = None
+        self.served_by = ""
+        """The mirror that served the last fetch (``host/repository@digest``); empty: the source."""
         self.fetched_bytes = 0
         """Bytes the last fetch transferred as counted by the manifests' sizes: the layers and
         config when the image was pulled again, 0 for the cheap poll (one manifest request)."""
@@ -133,17 +143,25 @@ class ImageCatalogSource:
         client, reference, top = self._resolve()
         return self._pull(scratch, client, reference, top)
 
-    def _resolve(self) -> tuple[RegistryClient, Any, ImageManifest]:
+    def _resolve(self) -> tuple[RegistryClient, ImageReference, ImageManifest]:
         try:
-            client, reference = self._client()
-            top = client.manifest(reference.manifest_ref)
+            self._access = self.access()
+            reference = parse_reference(self.spec)
+            opened = open_image(
+                reference,
+                self._access,
+                tls=TlsOptions(self.ca_pem, False),
+                timeout=self.options.timeout_seconds,
+                deadline=self.options.deadline_seconds,
+            )
         except ProvisionerError as exc:
             raise FetchFailed(f"image {self.spec}: {exc}") from exc
         self.fetched_bytes = 0
-        return client, reference, top
+        self.served_by = opened.served_by
+        return opened.client, reference, opened.top
 
     def _pull(
-        self, scratch: Path, client: RegistryClient, reference: Any, top: ImageManifest
+        self, scratch: Path, client: RegistryClient, reference: ImageReference, top: ImageManifest
     ) -> PulledCatalog:
         try:
             manifest = self._image_manifest(client, top)
@@ -162,9 +180,7 @@ class ImageCatalogSource:
         pinned = reference.pinned(top.digest)
         root = scratch / "root"
         root.mkdir()
-        spec = ImageSpec(
-            pinned, pull_secret=self.pull_secret, ca_pem=self.ca_pem, platform=self.platform
-        )
+        spec = ImageSpec(pinned, access=self._access, ca_pem=self.ca_pem, platform=self.platform)
         # The layers' pull gets what is left of this fetch's deadline, not a fresh one.
         left = client.deadline_left()
         options = dataclasses.replace(self.options, deadline_seconds=max(left, 0.001))
@@ -179,22 +195,6 @@ class ImageCatalogSource:
                 "a directory in the image"
             )
         return PulledCatalog(top.digest, str(pinned), path, directory)
-
-    def _client(self) -> tuple[RegistryClient, Any]:
-        reference = parse_reference(self.spec)
-        credentials = (
-            credentials_for(self.pull_secret, reference.registry) if self.pull_secret else None
-        )
-        plain_http = reference.is_loopback and not self.ca_pem
-        http = HttpClient(
-            TlsOptions(self.ca_pem, False),
-            timeout=self.options.timeout_seconds,
-            deadline=self.options.deadline_seconds,
-        )
-        client = RegistryClient(
-            reference, http, scheme="http" if plain_http else "https", credentials=credentials
-        )
-        return client, reference
 
     def _image_manifest(self, client: RegistryClient, top: ImageManifest) -> ImageManifest:
         if top.media_type not in INDEX_TYPES:

@@ -37,6 +37,7 @@ from pivoter.catalogs.metrics import CatalogMetrics
 from pivoter.catalogs.poll import Poller, PollOutcome
 from pivoter.catalogs.sources import SourceSettings, build_source
 from pivoter.kube import EventRecorder, Kube, NotFound
+from pivoter.registries.names import catalog_pull_secrets
 from pivoter.runtime.controller import Result
 
 __all__ = ["CATALOGS", "CONFIG_MAPS", "SECRETS", "CatalogReconciler", "referenced_config_maps"]
@@ -110,6 +111,20 @@ class CatalogReconciler:
             self.metrics.forget(name)
         if self.cache.remove(name):
             log.info("catalog %s: deleted; removed from the cache", name)
+        if self.settings.registries is not None:
+            self.settings.registries.catalog_secrets.forget(name)
+
+    def _record_images(self, name: str, spec: Mapping[str, Any]) -> None:
+        """Let the catalog's pull secret serve the bundle images it names."""
+        registries, cached = self.settings.registries, self.cache.get(name)
+        if registries is None or cached is None:
+            return
+        registries.catalog_secrets.record(
+            name,
+            cached.digest,
+            catalog_pull_secrets(spec, self.namespace),
+            (b.image for b in cached.catalog.bundles),
+        )
 
     # ------------------------------------------------------------------ reconcile
 
@@ -162,6 +177,7 @@ class CatalogReconciler:
                 self._states[name] = state
         state.generation, state.stale = generation, False
         outcome = state.poller.poll(self.cache, priority)
+        self._record_images(name, spec)
         if self.metrics is not None:
             self.metrics.record(
                 name,

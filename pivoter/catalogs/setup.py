@@ -6,6 +6,7 @@ readers when their CRDs are served, all filling one :class:`CatalogCache`.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import tempfile
 from collections.abc import Mapping
@@ -25,6 +26,7 @@ from pivoter.catalogs.metrics import CatalogMetrics
 from pivoter.catalogs.reconciler import CatalogReconciler, referenced_config_maps
 from pivoter.catalogs.sources import SourceSettings
 from pivoter.kube import EventRecorder, NotFound, Object, Resource
+from pivoter.registries import RegistryAccessProvider
 from pivoter.runtime.manager import Manager
 
 __all__ = ["CONTROLLER_NAME", "setup"]
@@ -45,18 +47,22 @@ def setup(
     read_cluster_catalogs: bool = True,
     cluster_catalog_ca_config_map: str = "",
     workers: int = 2,
+    registries: RegistryAccessProvider | None = None,
 ) -> CatalogCache:
     """Register the catalog controllers on ``manager`` and return the cache they fill.
 
     ``namespace`` is pivoter's own (ConfigMaps and Secrets named by Catalogs live there).
     ``read_olm``: also read ``CatalogSource`` and ``ClusterCatalog`` objects when the API
     server serves those kinds (checked once, here); ``read_cluster_catalogs=False`` leaves
-    ClusterCatalogs out (pivoter serves them itself: :mod:`pivoter.olmv1`).
+    ClusterCatalogs out (pivoter serves them itself: :mod:`pivoter.olmv1`). ``registries``:
+    the global pull secret and the mirrors of catalog images.
     """
     cache = cache if cache is not None else CatalogCache()
     settings = settings or SourceSettings(
         workdir=Path(tempfile.mkdtemp(prefix="pivoter-catalogs-"))
     )
+    if registries is not None:
+        settings = dataclasses.replace(settings, registries=registries)
     reconciler = CatalogReconciler(
         manager.kube,
         cache,

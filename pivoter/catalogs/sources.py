@@ -12,13 +12,15 @@ Secrets it names from pivoter's namespace.
   file) | data |
 
 :func:`build_source` returns the source with a *key* over everything it was built from (the
-spec, the CA, the token, the pull secret): the reconciler keeps a source (and its HTTP/image
+spec, the CA, the token, the pull secret's name): the reconciler keeps a source (and its HTTP/image
 caches) as long as the key is unchanged. Called by :mod:`pivoter.catalogs.reconciler`.
 
 Credentials are checked here, where they enter from their Secrets: the ``token`` of
 ``tokenSecret`` (:func:`resolver.net.bearer_token`, surrounding whitespace trimmed as client-go
 trims a token file) and every entry of an image ``pullSecret``
-(:func:`provisioners.sources.pull_secret.check_pull_secret`); a refusal is :class:`InvalidCatalog`
+(:meth:`provisioners.registries.auth.AuthFile.parse`), when the source is built and again at
+every fetch (the Secret is read then: a fixed or rotated Secret needs no change to the Catalog);
+a refusal is :class:`InvalidCatalog`
 naming the field, Secret and key, never the value.
 """
 
@@ -37,9 +39,11 @@ from typing import Any
 
 from pivoter.catalogs.errors import InvalidCatalog, SourceUnavailable
 from pivoter.catalogs.image import ImageCatalogSource
+from pivoter.registries import RegistryAccessProvider
 from provisioners.errors import InvalidSourceError
+from provisioners.registries.auth import AuthFile, Keyring
+from provisioners.registries.pull import RegistryAccess
 from provisioners.sources import FetchOptions
-from provisioners.sources.pull_secret import check_pull_secret
 from resolver.catalog.errors import CatalogLoadError
 from resolver.catalog.load import load_objects
 from resolver.catalog.model import JSON, Catalog, Origin
@@ -81,6 +85,8 @@ class SourceSettings:
     """gRPC: largest message accepted."""
     fetch_options: FetchOptions | None = None
     """image: unpack limits and timeouts (default: :class:`FetchOptions` with the above)."""
+    registries: RegistryAccessProvider | None = None
+    """image: the global pull secret and the mirrors (None: neither)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,22 +237,41 @@ def _image(
     if not ref:
         raise InvalidCatalog("spec.source.image.ref is empty")
     secret = str(spec.get("pullSecret") or "")
-    pull_secret = None
+    registries = settings.registries
+
+    def access() -> RegistryAccess:
+        """The Catalog's own pull secret (read now: a fixed Secret is used by the next poll),
+        then the global one, and the mirrors as they are now."""
+        own = _pull_secret(read, secret) if secret else None
+        base = registries.access() if registries is not None else RegistryAccess()
+        files = ((own,) if own is not None else ()) + base.keyring.files
+        return RegistryAccess(keyring=Keyring(files), mirrors=base.mirrors)
+
     if secret:
-        field = "spec.source.image.pullSecret"
-        pull_secret = _referenced(read, "Secret", secret, ".dockerconfigjson", field)
-        try:
-            check_pull_secret(
-                pull_secret, where=f"{field}: Secret {secret!r} key '.dockerconfigjson'"
-            )
-        except InvalidSourceError as exc:
-            raise InvalidCatalog(str(exc)) from None
+        _pull_secret(read, secret)  # a Secret that cannot be used fails the spec at once
     options = settings.fetch_options or FetchOptions(
         timeout_seconds=settings.timeout, deadline_seconds=settings.deadline
     )
-    source = ImageCatalogSource(ref, name=catalog_name, pull_secret=pull_secret, options=options)
-    key = _key("image", ref, hashlib.sha256(pull_secret or b"").hexdigest())
-    return BuiltSource(source, key, f"image {ref}")
+    source = ImageCatalogSource(ref, name=catalog_name, access=access, options=options)
+    return BuiltSource(source, _key("image", ref, secret), f"image {ref}")
+
+
+def _pull_secret(read: ObjectReader, name: str) -> AuthFile:
+    """The Catalog's pull secret (key ``.dockerconfigjson``, or a legacy ``.dockercfg``),
+    every entry checked; :class:`InvalidCatalog` names the field, Secret and key, never a
+    value."""
+    field = "spec.source.image.pullSecret"
+    obj = read("Secret", name)
+    if obj is None:
+        raise InvalidCatalog(f"{field}: Secret {name!r} not found in pivoter's namespace")
+    for key in (".dockerconfigjson", ".dockercfg"):
+        data = _data(obj, key)
+        if data is not None:
+            try:
+                return AuthFile.parse(data, f"{field}: Secret {name!r} key {key!r}")
+            except InvalidSourceError as exc:
+                raise InvalidCatalog(str(exc)) from None
+    raise InvalidCatalog(f"{field}: Secret {name!r} has no .dockerconfigjson or .dockercfg key")
 
 
 class ConfigMapsCatalogSource:

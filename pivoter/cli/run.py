@@ -14,6 +14,7 @@ unusable flags.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pivoter.cli.commands._common import Subparsers, add_command, set_handler
@@ -151,6 +152,22 @@ def register(subparsers: Subparsers) -> None:
         help="the service account that installs PlatformOperators' bundles (default: pivoter's "
         "own identity)",
     )
+    parser.add_argument(
+        "--global-pull-secret",
+        default="",
+        type=NamespacedName(optional=True),
+        metavar="NAMESPACE/NAME",
+        help="a pull secret (.dockerconfigjson) offered to every registry after the Bundle's, "
+        "the service account's and the catalog's (OLM v1's flag; docs/registries.md)",
+    )
+    parser.add_argument(
+        "--registries-conf",
+        default=None,
+        type=TextFile("--registries-conf"),
+        metavar="FILE",
+        help="a containers registries.conf (v2) whose mirrors, blocked and insecure registries "
+        "every pull follows, read again when it changes (docs/registries.md)",
+    )
     add_olmv1_flags(parser)
     parser.add_argument(
         "--adopt-olmv0",
@@ -276,6 +293,8 @@ def settings_from(args: argparse.Namespace) -> RunSettings:
             catalogd_url=args.catalogd_url,
             adopt_olmv0=args.adopt_olmv0,
             webhook=_webhook(args),
+            global_pull_secret=args.global_pull_secret,
+            registries_conf=Path(args.registries_conf) if args.registries_conf else None,
         ),
         kubeconfig=args.kubeconfig,
         metrics_address=_address(args.metrics_bind_address),

@@ -13,6 +13,7 @@ generation a Bundle needs no work unless its content vanished from the store.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -23,11 +24,13 @@ from pivoter.apis.conditions import FALSE, TRUE, UNKNOWN, set_condition
 from pivoter.apis.resources import BUNDLES, CONFIG_MAPS, SECRETS
 from pivoter.controllers.sourcespec import source_spec
 from pivoter.kube import Kube, NotFound
+from pivoter.registries import RegistryAccessProvider
+from pivoter.registries.names import bundle_pull_secrets
 from pivoter.runtime.controller import Result
 from provisioners.content import unpack_bundle
 from provisioners.errors import ProvisionerError
 from provisioners.formats import FORMATS, BundleFormat
-from provisioners.sources import FetchOptions
+from provisioners.sources import FetchOptions, ImageSpec
 from provisioners.store import BundleStore, StoreError
 
 __all__ = ["BUNDLES", "CLASS_FORMATS", "BundleReconciler", "bundle_format_for"]
@@ -60,6 +63,9 @@ class BundleReconciler:
     """Base URL of the content server (``<base>/bundles/<name>.tgz``); empty: no contentURL."""
     fetch_options: FetchOptions | None = None
     gc_grace_seconds: float = 300.0
+    registries: RegistryAccessProvider | None = None
+    """The pull secrets and mirrors of image sources (None: the Bundle's own pull secret only,
+    read from the system namespace)."""
     live_bundles: Callable[[], Iterable[Mapping[str, Any]]] | None = None
     """The Bundles as the daemon's informer caches them, where the garbage collection reads
     which digests are live (None: listed from the API server). It runs at every deleted Bundle,
@@ -135,6 +141,13 @@ class BundleReconciler:
             )
         try:
             spec = source_spec((bundle.get("spec") or {}).get("source") or {}, self._read)
+            if isinstance(spec, ImageSpec):
+                registries = self.registries or RegistryAccessProvider(
+                    self.kube, self.system_namespace
+                )
+                secrets = bundle_pull_secrets(self.kube, bundle, self.system_namespace)
+                secrets += registries.catalog_secrets.for_image(spec.ref)
+                spec = dataclasses.replace(spec, access=registries.access(secrets))
             unpacked = unpack_bundle(
                 spec, self.store, self.fetch_options, bundle_format=bundle_format
             )
@@ -159,6 +172,8 @@ class BundleReconciler:
             )
             return Result(requeue=True)  # back off per key, as a failed reconcile does
         message = f"Successfully unpacked the {name} Bundle ({unpacked.fetched.revision})"
+        if unpacked.fetched.served_by:
+            message += f" from mirror {unpacked.fetched.served_by}"
         if unpacked.fetched.warnings:
             message += "; warning: " + "; ".join(unpacked.fetched.warnings)
         set_condition(

@@ -16,6 +16,7 @@ from pivoter.controllers.bundle import BundleReconciler
 from pivoter.controllers.bundledeployment import BundleDeploymentReconciler, KeepOnDelete
 from pivoter.controllers.managedobjects import ManagedObjects, owning_bundle_deployment
 from pivoter.kube import EventRecorder
+from pivoter.registries import RegistryAccessProvider
 from pivoter.runtime.manager import Manager
 from provisioners.store import BundleStore
 
@@ -33,13 +34,19 @@ def setup(
     workers: int = 2,
     health_interval_seconds: float = 10.0,
     full_check_interval_seconds: float = 600.0,
+    registries: RegistryAccessProvider | None = None,
 ) -> BundleReconciler:
     """Register the Bundle and BundleDeployment controllers; return the Bundle reconciler.
     ``keep_on_delete`` is asked whether a deleted BundleDeployment keeps its objects (the daemon
-    passes :func:`pivoter.pivot.children.keep_on_delete`)."""
+    passes :func:`pivoter.pivot.children.keep_on_delete`). ``registries``: the pull secrets
+    and mirrors of image sources (None: a Bundle's own pull secret only)."""
     store = BundleStore(store_dir)
     bundles = BundleReconciler(
-        manager.kube, store, system_namespace=namespace, content_url_base=content_url_base
+        manager.kube,
+        store,
+        system_namespace=namespace,
+        content_url_base=content_url_base,
+        registries=registries,
     )
     deployments = BundleDeploymentReconciler(
         manager.kube,

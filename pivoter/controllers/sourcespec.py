@@ -8,8 +8,9 @@ that names the field, which the controller writes into the ``Unpacked`` conditio
 
 Credentials are checked here, where they enter from their Secrets: the ``username`` and
 ``password`` of http and git sources (:func:`resolver.net.basic_credential`: exactly as stored,
-no control characters, a trailing newline included) and every entry of an image pull secret
-(:func:`provisioners.sources.pull_secret.check_pull_secret`). A refusal names the field, the
+no control characters, a trailing newline included); an image's pull secrets are read and
+checked by the Bundle controller with the rest of its registry access
+(:mod:`pivoter.registries`). A refusal names the field, the
 Secret and the key, never the value, so status and Events never carry a credential.
 """
 
@@ -31,7 +32,6 @@ from provisioners.sources import (
     ImageSpec,
     SourceSpec,
 )
-from provisioners.sources.pull_secret import check_pull_secret
 from resolver.net import InvalidCredential, basic_credential
 
 __all__ = ["ObjectReader", "source_spec"]
@@ -77,27 +77,14 @@ def _secret_data(read: ObjectReader, name: str, field: str) -> dict[str, bytes]:
 
 
 def _image(image: Mapping[str, Any], read: ObjectReader) -> ImageSpec:
+    """The image spec without credentials: the pull secrets (``pullSecret`` among them) and
+    the mirrors are the Bundle controller's to add (:mod:`pivoter.registries.names`)."""
     ref = str(image.get("ref") or "")
     if not ref:
         raise InvalidSourceError("spec.source.image.ref is required")
-    pull_secret = None
-    if image.get("pullSecret"):
-        data = _secret_data(read, str(image["pullSecret"]), "spec.source.image.pullSecret")
-        key = ".dockerconfigjson" if data.get(".dockerconfigjson") else ".dockercfg"
-        pull_secret = data.get(key)
-        if pull_secret is None:
-            raise InvalidSourceError(
-                f"spec.source.image.pullSecret: Secret {image['pullSecret']!r} has no "
-                ".dockerconfigjson or .dockercfg key"
-            )
-        check_pull_secret(
-            pull_secret,
-            where=f"spec.source.image.pullSecret: Secret {str(image['pullSecret'])!r} key {key!r}",
-        )
     ca = str(image.get("certificateData") or "").encode() or None
     return ImageSpec(
         ref=ref,
-        pull_secret=pull_secret,
         ca_pem=ca,
         insecure_skip_tls_verify=bool(image.get("insecureSkipTLSVerify")),
     )

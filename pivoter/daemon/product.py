@@ -13,15 +13,23 @@ server address, ``olmv1="read"``), and a test's fault hooks come in :class:`Hook
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import socket
 import tempfile
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from pivoter import catalogs, inputs, olmv0, olmv1, platformoperators, resolvesets
-from pivoter.apis.resources import PLATFORM_OPERATORS, RESOLUTIONS
+from pivoter.apis.resources import (
+    IMAGE_CONTENT_SOURCE_POLICIES,
+    IMAGE_DIGEST_MIRROR_SETS,
+    IMAGE_TAG_MIRROR_SETS,
+    PLATFORM_OPERATORS,
+    RESOLUTIONS,
+)
 from pivoter.catalogs import CatalogCache, SourceSettings
 from pivoter.contentserver import ContentServer
 from pivoter.controllers import provisioning
@@ -33,8 +41,10 @@ from pivoter.inputs import InputReconciler
 from pivoter.kube import EventRecorder, NotFound, Resource, Unavailable
 from pivoter.kube.identities import Identities
 from pivoter.pivot import Preparer, keep_on_delete
+from pivoter.registries import MirrorObjects, RegistryAccessProvider
 from pivoter.resolvesets import RevisionStore
 from pivoter.runtime import Manager
+from provisioners.errors import InvalidSourceError
 
 __all__ = ["Product", "Server", "build"]
 
@@ -57,6 +67,8 @@ class Product:
     """pivoter's namespace, as resolved."""
     bundles: BundleReconciler
     """The Bundle reconciler (the content server reads the store through it)."""
+    registries: RegistryAccessProvider | None = None
+    """The pull secrets and mirrors every pull uses."""
     cache: CatalogCache | None = None
     revisions: RevisionStore | None = None
     resolutions: InputReconciler | None = None
@@ -91,6 +103,7 @@ def build(manager: Manager, settings: Settings, hooks: Hooks | None = None) -> P
         reporting_instance=socket.gethostname(),
     )
     namespace = settings.namespace or own_namespace()
+    registries = registry_access(manager, settings, namespace)
     product = Product(
         namespace,
         provisioning.setup(
@@ -102,7 +115,9 @@ def build(manager: Manager, settings: Settings, hooks: Hooks | None = None) -> P
             recorder=recorder,
             health_interval_seconds=settings.health_interval,
             full_check_interval_seconds=settings.full_check_interval,
+            registries=registries,
         ),
+        registries=registries,
     )
     try:
         if settings.scope is not Scope.BUNDLES:
@@ -139,6 +154,7 @@ def _catalogs_and_inputs(
         recorder=recorder,
         read_olm=reachable and settings.read_olm_catalogs,
         read_cluster_catalogs=not serve_olmv1,
+        registries=product.registries,
     )
     revisions = product.revisions = resolvesets.setup(manager, namespace=product.namespace)
     preparer = Preparer(manager.kube, product.bundles, Identities(manager.kube))
@@ -172,8 +188,13 @@ def _catalogs_and_inputs(
             store=revisions,
             preparer=preparer,
             base_url=settings.catalogd_url.rstrip("/"),
-            source_settings=settings.cluster_catalog_sources
-            or SourceSettings(workdir=Path(tempfile.mkdtemp(prefix="pivoter-clustercatalogs-"))),
+            source_settings=dataclasses.replace(
+                settings.cluster_catalog_sources
+                or SourceSettings(
+                    workdir=Path(tempfile.mkdtemp(prefix="pivoter-clustercatalogs-"))
+                ),
+                registries=product.registries,
+            ),
             recorder=recorder,
             extensions=every_input,
         )
@@ -188,6 +209,37 @@ def _catalogs_and_inputs(
         for reconciler in (product.resolutions, product.platform_operators, extensions):
             if reconciler is not None:
                 reconciler.engine.on_transition = hooks.pivot_transition
+
+
+def registry_access(manager: Manager, settings: Settings, namespace: str) -> RegistryAccessProvider:
+    """The pull secrets and mirrors of every pull: the global pull secret, ``registries.conf``
+    (checked now: a malformed file stops the daemon at start with its message, as a pull would
+    fail with it later) and OpenShift's mirror objects, read from informers for the kinds the
+    API server serves."""
+    readers: dict[str, Callable[[], Iterable[Mapping[str, Any]]]] = {}
+    for key, resource in (
+        ("digest_sets", IMAGE_DIGEST_MIRROR_SETS),
+        ("tag_sets", IMAGE_TAG_MIRROR_SETS),
+        ("content_source_policies", IMAGE_CONTENT_SOURCE_POLICIES),
+    ):
+        try:
+            manager.kube.resource(resource.api_version, resource.kind)
+        except (NotFound, Unavailable):
+            continue  # not served here (not OpenShift): no mirrors of that kind
+        readers[key] = manager.informer_for(resource).store.list
+    provider = RegistryAccessProvider(
+        manager.kube,
+        namespace,
+        global_pull_secret=settings.global_pull_secret,
+        registries_conf=settings.registries_conf,
+        mirror_objects=MirrorObjects(**readers),
+    )
+    if settings.registries_conf is not None:
+        try:
+            provider.mirrors()
+        except InvalidSourceError as exc:
+            raise ValueError(str(exc)) from None
+    return provider
 
 
 def _reachable(manager: Manager) -> bool:

@@ -155,6 +155,12 @@ class Settings:
     """The same for the ClusterCatalogs pivoter serves."""
     health_interval: float = DEFAULT_HEALTH_INTERVAL
     full_check_interval: float = DEFAULT_FULL_CHECK_INTERVAL
+    global_pull_secret: tuple[str, str] | None = None
+    """(namespace, name) of the pull secret offered to every registry after the more specific
+    ones (OLM v1's ``--global-pull-secret``); None: none."""
+    registries_conf: Path | None = None
+    """A containers ``registries.conf`` (v2) whose mirrors every pull uses; None: none (the
+    cluster's ImageDigestMirrorSets and ImageTagMirrorSets still apply when served)."""
 
 
 @dataclass(frozen=True)

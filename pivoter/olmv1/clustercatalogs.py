@@ -47,7 +47,9 @@ from pivoter.catalogs.interval import retry_delay
 from pivoter.catalogserver.registry import RegistryView
 from pivoter.catalogserver.reload import Snapshot, SnapshotError
 from pivoter.kube import Kube, NotFound, Object
+from pivoter.registries.names import cluster_catalog_pull_secrets
 from pivoter.runtime.controller import Result
+from provisioners.registries.pull import RegistryAccess
 from provisioners.sources import FetchOptions
 from resolver.catalog.errors import CatalogLoadError
 from resolver.catalog.load import load_served
@@ -244,7 +246,7 @@ class ClusterCatalogReconciler:
             self.cache.set_priority(cache_name(name), priority)
             return state
         try:
-            self._poll(name, ref, state, priority)
+            self._poll(obj, ref, state, priority)
         except (CatalogProblem, SnapshotError, OSError) as exc:
             state.failures += 1
             state.generation = generation
@@ -294,12 +296,22 @@ class ClusterCatalogReconciler:
             },
         )
 
-    def _poll(self, name: str, ref: str, state: _State, priority: int) -> None:
+    def _poll(self, obj: Object, ref: str, state: _State, priority: int) -> None:
         """One poll of the image: re-pull only when its digest moved (raises on failure)."""
+        name = str(obj["metadata"]["name"])
         options = self.settings.fetch_options or FetchOptions(
             timeout_seconds=self.settings.timeout, deadline_seconds=self.settings.deadline
         )
-        source = ImageCatalogSource(ref, name=name, options=options)
+        registries = self.settings.registries
+
+        def access() -> RegistryAccess:
+            """The ClusterCatalog's pull secret (its pivoter.io/pull-secret annotation), then
+            the global one, and the mirrors, as they are at this poll."""
+            if registries is None:
+                return RegistryAccess()
+            return registries.access(cluster_catalog_pull_secrets(obj, registries.namespace))
+
+        source = ImageCatalogSource(ref, name=name, access=access, options=options)
         digest = source.resolve()
         if digest == state.digest and self.served.get(name) is not None:
             state.polled, state.failures = self.clock(), 0
@@ -313,9 +325,15 @@ class ClusterCatalogReconciler:
             except SnapshotError as exc:
                 raise SnapshotError(f"image {pulled.pinned}: {exc}") from None
         self.served.put(name, snapshot)
-        self.cache.put(
-            cache_name(name), snapshot.catalog, content_digest(snapshot.catalog), priority
-        )
+        digest = content_digest(snapshot.catalog)
+        self.cache.put(cache_name(name), snapshot.catalog, digest, priority)
+        if registries is not None:
+            registries.catalog_secrets.record(
+                cache_name(name),
+                digest,
+                cluster_catalog_pull_secrets(obj, registries.namespace),
+                (b.image for b in snapshot.catalog.bundles),
+            )
         state.digest, state.pinned = pulled.digest, pulled.pinned
         state.unpacked = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         state.polled, state.failures = self.clock(), 0
@@ -331,6 +349,8 @@ class ClusterCatalogReconciler:
         with self._lock:
             self._states.pop(name, None)
         self.served.remove(name)
+        if self.settings.registries is not None:
+            self.settings.registries.catalog_secrets.forget(cache_name(name))
         if self.cache.remove(cache_name(name)):
             log.info("ClusterCatalog %s: no longer served", name)
 

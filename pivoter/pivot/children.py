@@ -33,6 +33,7 @@ from pivoter.pivot.naming import (
     children_selector,
 )
 from pivoter.pivot.state import Phase
+from pivoter.registries.names import ANNOTATION_PULL_SERVICE_ACCOUNT
 from pivoter.resolvesets import InputRef
 from resolver.resolveset import Entry
 
@@ -163,6 +164,13 @@ def desired_child(
         spec["serviceAccount"] = {
             "name": service_account["name"],
             "namespace": service_account["namespace"],
+        }
+        # The account's imagePullSecrets are offered for the bundle image (the Kubernetes
+        # convention), by the Bundle controller, on the prepared and the generated Bundle alike.
+        spec["template"]["metadata"]["annotations"] = {
+            ANNOTATION_PULL_SERVICE_ACCOUNT: (
+                f"{service_account['namespace']}/{service_account['name']}"
+            )
         }
     metadata = owner.get("metadata") or {}
     return {

@@ -3,7 +3,9 @@
 rukpak's ``vbundles.core.rukpak.io`` rules: a spec change is refused with ``bundle.spec is
 immutable``; the source ``type`` must name the one source field that is set; a git ``directory``
 and ConfigMap ``path`` stay inside the bundle; referenced ConfigMaps exist in the system namespace
-and are immutable (their content must not move under an unpacked Bundle).
+and are immutable (their content must not move under an unpacked Bundle). pivoter's own rule: a
+Bundle annotated ``pivoter.io/pull-service-account`` names an account the user may impersonate
+(its ``imagePullSecrets`` pull the image, and the content is then served).
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from pivoter.registries.names import ANNOTATION_PULL_SERVICE_ACCOUNT
+from pivoter.webhook.bundledeployments import AccessCheck, check_pull_account
 from pivoter.webhook.review import Request, Verdict, allow, deny
 
 __all__ = ["IMMUTABLE_MESSAGE", "validate_bundle", "validate_source"]
@@ -67,11 +71,24 @@ def validate_source(
     return problems
 
 
-def validate_bundle(request: Request, read_config_map: ConfigMapReader) -> Verdict:
+def validate_bundle(
+    request: Request, read_config_map: ConfigMapReader, can: AccessCheck
+) -> Verdict:
     """The verdict on a Bundle CREATE or UPDATE."""
     spec = request.obj.get("spec") or {}
     if request.operation == "UPDATE" and spec != (request.old.get("spec") or {}):
         return deny(IMMUTABLE_MESSAGE)
+    annotations = (request.obj.get("metadata") or {}).get("annotations") or {}
+    old = ((request.old or {}).get("metadata") or {}).get("annotations") or {}
+    unchanged = old.get(ANNOTATION_PULL_SERVICE_ACCOUNT)
+    refused = check_pull_account(
+        request,
+        annotations,
+        can,
+        granted=str(unchanged or "") if request.operation == "UPDATE" else "",
+    )
+    if refused is not None:
+        return refused
     if request.operation == "UPDATE":
         return allow()  # unchanged spec: already validated at creation
     problems = validate_source(spec.get("source") or {}, read_config_map)

@@ -63,7 +63,7 @@ class WebhookServer:
         self.kube = kube
         self.system_namespace = system_namespace
         self.validators: dict[str, Validator] = {
-            PATHS["bundles"]: lambda r: validate_bundle(r, self.read_config_map),
+            PATHS["bundles"]: lambda r: validate_bundle(r, self.read_config_map, self.can),
             PATHS["configmaps"]: self._config_map,
             PATHS["bundledeployments"]: lambda r: validate_bundle_deployment(r, self.can),
             **{PATHS[k.resource.plural]: self._input_validator(k) for k in INPUT_KINDS},

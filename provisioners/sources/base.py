@@ -27,6 +27,8 @@ class FetchResult:
     """The immutable identity fetched: an image digest, a git commit, or a content digest."""
     warnings: list[str] = field(default_factory=list)
     """Things the user should know but that did not fail the fetch (e.g. a mutable tag)."""
+    served_by: str = ""
+    """The mirror that served the content (``host/repository@digest``); empty: the source."""
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ than loopback unless ``allow_plain_http_credentials`` is set, nor to another ori
 leads to. The username and password must be text a basic-auth header can carry
 (:func:`resolver.net.basic_credential`: the cluster side checks them where it reads the Secret,
 naming it; checked again here for any other caller). Every read obeys one deadline for the
-whole download (see :mod:`provisioners.sources.http_client`). The body must come with HTTP 200
+whole download (see :mod:`provisioners.httpclient`). The body must come with HTTP 200
 and is streamed straight into :class:`provisioners.unpack.Unpacker` (gzip, zstd or plain tar,
 detected from the first bytes). The resolved source is the URL and the revision is the sha256 of
 the bytes received, so a changed tarball shows as a new revision. Called via
@@ -28,8 +28,8 @@ from provisioners.errors import (
     SourceNotFoundError,
     SourceUnavailableError,
 )
+from provisioners.httpclient import HttpClient, Response, TlsOptions
 from provisioners.sources.base import FetchOptions, FetchResult
-from provisioners.sources.http_client import HttpClient, Response, TlsOptions
 from provisioners.unpack import Unpacker
 from resolver.net import InvalidCredential, basic_credential, is_loopback
 

@@ -1,17 +1,20 @@
 """The image source: pull a bundle image from an OCI registry and unpack its layers in-process.
 
-Resolves a tag or digest to a manifest (choosing ``linux/amd64`` or the only entry of an index),
-downloads every layer to a temporary file while verifying its digest, and only then applies it
-(gzip, zstd or plain tar, with OCI whiteouts) through :class:`provisioners.unpack.Unpacker`, within
-the fetch's one deadline (``deadline_seconds``: downloads and decompression share it).
-Records ``registry/repository@digest`` as the resolved source and warns when the spec used a
-tag. Called through :func:`provisioners.sources.fetch`.
+Resolves a tag or digest to a manifest (choosing ``linux/amd64`` or the only entry of an index)
+at the first place that serves it (its mirrors, then the source, with the credentials that match
+each: :func:`provisioners.registries.pull.open_image`), downloads every layer to a temporary file
+while verifying its digest, and only then applies it (gzip, zstd or plain tar, with OCI
+whiteouts) through :class:`provisioners.unpack.Unpacker`, within the fetch's one deadline
+(``deadline_seconds``: downloads and decompression share it). Records
+``registry/repository@digest`` (the reference as written, pinned; the mirror that served it is
+:attr:`FetchResult.served_by`) as the resolved source and warns when the spec used a tag. Called
+through :func:`provisioners.sources.fetch`.
 """
 
 from __future__ import annotations
 
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,16 +24,11 @@ from provisioners.errors import (
     SourceError,
     UnsupportedContentError,
 )
+from provisioners.httpclient import TlsOptions
+from provisioners.registries.client import INDEX_TYPES, MANIFEST_TYPES, ImageManifest
+from provisioners.registries.pull import RegistryAccess, open_image
+from provisioners.registries.reference import parse_reference
 from provisioners.sources.base import FetchOptions, FetchResult
-from provisioners.sources.http_client import HttpClient, TlsOptions
-from provisioners.sources.pull_secret import credentials_for
-from provisioners.sources.reference import parse_reference
-from provisioners.sources.registry import (
-    INDEX_TYPES,
-    MANIFEST_TYPES,
-    ImageManifest,
-    RegistryClient,
-)
 from provisioners.unpack import Compression, Unpacker
 
 _LAYER_COMPRESSION = {
@@ -50,8 +48,8 @@ class ImageSpec:
     """Where the bundle image is and how to reach it (rukpak ``source.image`` plus TLS)."""
 
     ref: str
-    pull_secret: bytes | None = None
-    """The ``.dockerconfigjson`` of the pull secret, if any."""
+    access: RegistryAccess = field(default_factory=RegistryAccess)
+    """The credentials (pull secrets in precedence order) and the mirrors."""
     ca_pem: bytes | None = None
     insecure_skip_tls_verify: bool = False
     plain_http: bool | None = None
@@ -99,26 +97,20 @@ class ImageSource:
     def fetch(self, spec: ImageSpec, dest: Path, options: FetchOptions) -> FetchResult:
         """Pull ``spec.ref`` and unpack its layers into ``dest``."""
         reference = parse_reference(spec.ref)
-        credentials = (
-            credentials_for(spec.pull_secret, reference.registry) if spec.pull_secret else None
-        )
-        plain_http = spec.plain_http
-        if plain_http is None:
-            plain_http = reference.is_loopback and not spec.ca_pem
-        if plain_http and not reference.is_loopback:
+        if spec.plain_http and not reference.is_loopback:
             raise InvalidSourceError(
                 f"plain http is only allowed for registries on this machine, not "
                 f"{reference.registry}"
             )
-        http = HttpClient(
-            TlsOptions(spec.ca_pem, spec.insecure_skip_tls_verify),
+        opened = open_image(
+            reference,
+            spec.access,
+            tls=TlsOptions(spec.ca_pem, spec.insecure_skip_tls_verify),
             timeout=options.timeout_seconds,
             deadline=options.deadline_seconds,
+            plain_http=spec.plain_http,
         )
-        client = RegistryClient(
-            reference, http, scheme="http" if plain_http else "https", credentials=credentials
-        )
-        top = client.manifest(reference.manifest_ref)
+        client, top = opened.client, opened.top
         manifest = top
         if top.media_type in INDEX_TYPES:
             digest, _, _ = _descriptor(_select(top, spec.platform, str(reference)), "index entry")
@@ -141,7 +133,7 @@ class ImageSource:
                 f"{options.limits.max_total_bytes}"
             )
         # One deadline for the whole fetch: downloads and unpacking (decompression included).
-        unpacker = Unpacker(dest, options.limits, deadline=http.budget)
+        unpacker = Unpacker(dest, options.limits, deadline=client.budget)
         with tempfile.TemporaryDirectory(prefix=".layers-", dir=dest.parent) as scratch:
             for index, (digest, size, media_type) in enumerate(layers):
                 compression = _LAYER_COMPRESSION.get(media_type)
@@ -167,4 +159,5 @@ class ImageSource:
             resolved_source={"type": "image", "image": {"ref": reference.pinned(top.digest)}},
             revision=top.digest,
             warnings=warnings,
+            served_by=opened.served_by,
         )

@@ -6,7 +6,7 @@ import base64
 import copy
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -16,7 +16,11 @@ from pivoter.controllers.bundle import BundleReconciler
 from pivoter.controllers.generatedbundles import generated_bundle_name, template_hash
 from pivoter.controllers.health import object_health
 from pivoter.controllers.sourcespec import source_spec
+from pivoter.kube import Kube, NotFound, Object, Resource
+from pivoter.registries import RegistryAccessProvider
+from pivoter.registries.names import ANNOTATION_PULL_SERVICE_ACCOUNT, bundle_pull_secrets
 from provisioners.errors import InvalidSourceError
+from provisioners.registries import RegistryAccess
 from provisioners.sources import ConfigMapsSpec, FetchOptions, GitSpec, HttpSpec, ImageSpec
 from provisioners.store import BundleStore
 
@@ -41,7 +45,9 @@ def _read(kind: str, name: str) -> Mapping[str, Any] | None:
 def test_source_specs() -> None:
     image = source_spec({"type": "image", "image": {"ref": "r/x:1", "pullSecret": "pull"}}, _read)
     assert isinstance(image, ImageSpec)
-    assert image.pull_secret == b"{}"
+    assert image.ref == "r/x:1"
+    # The pull secrets and mirrors are the Bundle controller's to add (pivoter.registries).
+    assert image.access == RegistryAccess()
     git = source_spec(
         {
             "type": "git",
@@ -72,8 +78,6 @@ def test_source_specs() -> None:
     ("source", "fragment"),
     [
         ({"type": "upload", "upload": {}}, "not served by pivoter"),
-        ({"type": "image", "image": {"ref": "r", "pullSecret": "absent"}}, "not found"),
-        ({"type": "image", "image": {"ref": "r", "pullSecret": "basic"}}, ".dockerconfigjson"),
         ({"type": "git", "git": {"repository": "r", "ref": {}}}, "exactly one of"),
         (
             {
@@ -88,6 +92,59 @@ def test_source_specs() -> None:
 def test_bad_sources(source: dict[str, Any], fragment: str) -> None:
     with pytest.raises(InvalidSourceError, match=fragment):
         source_spec(source, _read)
+
+
+class _Secrets:
+    """The Secrets and service accounts of one namespace, as the Bundle controller reads them."""
+
+    def get(self, resource: Resource, name: str, namespace: str | None = None) -> Object:
+        found = {**OBJECTS, ("ServiceAccount", "installer"): _ACCOUNT}.get((resource.kind, name))
+        if found is None:
+            raise NotFound(404, "NotFound", f"{resource.plural} {name} not found")
+        return dict(found)
+
+
+_ACCOUNT = {"imagePullSecrets": [{"name": "pull"}, {"name": "gone"}]}
+
+
+@pytest.mark.parametrize(
+    ("pull_secret", "fragment"),
+    [
+        ("absent", "spec.source.image.pullSecret: Secret system/absent not found"),
+        ("basic", "spec.source.image.pullSecret: Secret system/basic has no .dockerconfigjson"),
+    ],
+)
+def test_a_bundles_own_pull_secret_must_exist_and_hold_a_docker_config(
+    pull_secret: str, fragment: str
+) -> None:
+    image = {"ref": "r", "pullSecret": pull_secret}
+    bundle = {"spec": {"source": {"type": "image", "image": image}}}
+    kube = cast(Kube, _Secrets())
+    refs = bundle_pull_secrets(kube, bundle, "system")
+    with pytest.raises(InvalidSourceError, match=fragment):
+        RegistryAccessProvider(kube, "system").access(refs)
+
+
+def test_a_bundle_offers_its_own_secret_then_its_service_accounts() -> None:
+    """The account's imagePullSecrets come after the Bundle's own; a missing one is skipped, as
+    the kubelet skips it."""
+    bundle = {
+        "metadata": {"annotations": {ANNOTATION_PULL_SERVICE_ACCOUNT: "apps/installer"}},
+        "spec": {"source": {"type": "image", "image": {"ref": "r", "pullSecret": "pull"}}},
+    }
+    kube = cast(Kube, _Secrets())
+    refs = bundle_pull_secrets(kube, bundle, "system")
+    assert [(r.namespace, r.name, r.required) for r in refs] == [
+        ("system", "pull", True),
+        ("apps", "pull", False),
+        ("apps", "gone", False),
+    ]
+    access = RegistryAccessProvider(kube, "system").access(refs)
+    assert access.keyring.sources == (
+        "spec.source.image.pullSecret: Secret system/pull key '.dockerconfigjson'",
+        "imagePullSecrets of service account apps/installer: Secret apps/pull key "
+        "'.dockerconfigjson'",
+    )
 
 
 def test_template_hash_and_names() -> None:

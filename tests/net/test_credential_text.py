@@ -16,7 +16,7 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -24,12 +24,14 @@ from pivoter.catalogs.errors import InvalidCatalog
 from pivoter.catalogs.sources import SourceSettings, build_source
 from pivoter.cli.exitcodes import ExitCode
 from pivoter.controllers.sourcespec import source_spec
+from pivoter.kube import Kube
+from pivoter.registries import PullSecretRef, read_auth_file
 from provisioners.errors import InvalidSourceError, ProvisionerError, SourceError
+from provisioners.httpclient import HttpClient
+from provisioners.registries.auth import AuthFile
+from provisioners.registries.reference import parse_reference
 from provisioners.sources import FetchOptions, GitAuth, GitRef, GitSpec, HttpSpec, ImageSpec, fetch
 from provisioners.sources.git import GitSource
-from provisioners.sources.http_client import HttpClient
-from provisioners.sources.pull_secret import check_pull_secret, credentials_for
-from provisioners.sources.reference import parse_reference
 from resolver.catalog.sources import CatalogdSource, CatalogSourceError
 from resolver.net import (
     Budget,
@@ -250,25 +252,29 @@ def test_every_field_of_a_pull_secret_entry_is_checked(shape: str) -> None:
     entry, reason = PULL_SECRETS[shape]
     config = _dockerconfig("other.example", **entry)
     where = "Secret 'pull' key '.dockerconfigjson'"
+    # Every entry is refused, not only the one a pull would use (as kubelet decodes them all).
     with pytest.raises(InvalidSourceError) as err:
-        check_pull_secret(config, where=where)
+        AuthFile.parse(config, where)
     assert f"{where} auths entry 'other.example' {reason}" in str(err.value)
     _clean(str(err.value))
-    # An entry for another registry is refused too (as kubelet decodes every entry).
-    with pytest.raises(InvalidSourceError):
-        credentials_for(config, "quay.io")
 
 
 def test_pull_secrets_are_checked_where_bundles_and_catalogs_read_them(tmp_path: Path) -> None:
     config = _dockerconfig("quay.io", auth=_auth("u", f"{SECRET}\n"))
     secret = {"kind": "Secret", "data": {".dockerconfigjson": base64.b64encode(config).decode()}}
     read = _reader(secret)
+
+    class OneSecret:
+        """What the Bundle controller reads the Secret through (pure: one object)."""
+
+        def get(self, resource: object, name: str, namespace: str | None = None) -> object:
+            return secret
+
+    ref = PullSecretRef("system", "creds", required=True, field="spec.source.image.pullSecret")
     with pytest.raises(InvalidSourceError) as err:
-        source_spec(
-            {"type": "image", "image": {"ref": "quay.io/a/b:1", "pullSecret": "creds"}}, read
-        )
+        read_auth_file(cast(Kube, OneSecret()), ref)
     assert str(err.value).startswith(
-        "spec.source.image.pullSecret: Secret 'creds' key '.dockerconfigjson' auths entry "
+        "spec.source.image.pullSecret: Secret system/creds key '.dockerconfigjson' auths entry "
         "'quay.io' auth: the password holds a line feed (LF) at its end"
     )
     _clean(str(err.value))

@@ -22,9 +22,10 @@ from pivoter.catalogs.errors import InvalidCatalog
 from pivoter.catalogs.sources import SourceSettings, build_source
 from pivoter.controllers.sourcespec import source_spec
 from provisioners.errors import AuthenticationError
+from provisioners.httpclient import HttpClient
+from provisioners.registries import AuthFile, Keyring, RegistryAccess
 from provisioners.sources import FetchOptions, GitAuth, GitRef, GitSpec, HttpSpec, ImageSpec, fetch
 from provisioners.sources.git import GitSource
-from provisioners.sources.http_client import HttpClient
 from resolver.catalog.sources import CatalogdSource, CatalogSourceError
 from resolver.net import InsecureCredentials, check_credential_transport, is_loopback
 from resolver.net.credentials import same_origin
@@ -32,6 +33,11 @@ from tests.net.hostile import Step, hostile_server
 
 FAR = "10.0.0.1"
 OPTIONS = FetchOptions(timeout_seconds=2, deadline_seconds=5)
+
+
+def with_pull_secret(config: bytes) -> RegistryAccess:
+    """A pull with one pull secret."""
+    return RegistryAccess(keyring=Keyring((AuthFile.parse(config, "the pull secret"),)))
 
 
 @pytest.fixture(autouse=True)
@@ -176,7 +182,7 @@ def test_registry_token_realm_on_plain_http_elsewhere_gets_no_password(tmp_path:
         registry = f"127.0.0.1:{server.port}"
         auth = base64.b64encode(b"user:pass").decode()
         secret = json.dumps({"auths": {registry: {"auth": auth}}}).encode()
-        spec = ImageSpec(f"{registry}/team/b:v1", pull_secret=secret)
+        spec = ImageSpec(f"{registry}/team/b:v1", access=with_pull_secret(secret))
         with pytest.raises(AuthenticationError) as err:
             fetch(spec, tmp_path, OPTIONS)
     assert f"refusing to send credentials to {FAR} over plain http" in str(err.value)

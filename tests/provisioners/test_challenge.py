@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from provisioners.sources.registry import challenge_params
+from provisioners.registries.client import challenge_params
 
 
 def test_a_bearer_challenge_gives_its_realm_service_and_scope() -> None:

@@ -19,6 +19,7 @@ from provisioners.errors import (
 )
 from provisioners.formats import format_for
 from provisioners.formats.base import EmptyBundleError, MissingManifestsError, NestedManifestsError
+from provisioners.registries import AuthFile, Keyring, RegistryAccess
 from provisioners.sources.base import FetchOptions
 from provisioners.sources.image import ImageSource, ImageSpec
 from provisioners.store import BundleStore
@@ -37,6 +38,11 @@ from tests.provisioners.servers import Registry, Tls
 from tests.provisioners.test_unpack import disk_bytes, sparse_tarball
 
 OPTIONS = FetchOptions(timeout_seconds=5, deadline_seconds=60)
+
+
+def with_pull_secret(config: bytes) -> RegistryAccess:
+    """A pull with one pull secret."""
+    return RegistryAccess(keyring=Keyring((AuthFile.parse(config, "the pull secret"),)))
 
 
 def fetch(spec: ImageSpec, dest: Path):  # type: ignore[no-untyped-def]
@@ -128,8 +134,11 @@ def test_private_registry_basic_auth(private_registry: Registry, dest: Path) -> 
     with pytest.raises(AuthenticationError, match="no pull secret has credentials"):
         fetch(ImageSpec(ref), dest)
     with pytest.raises(AuthenticationError, match="rejected"):
-        fetch(ImageSpec(ref, pull_secret=private_registry.pull_secret(password="wrong")), dest)
-    result = fetch(ImageSpec(ref, pull_secret=private_registry.pull_secret()), dest)
+        fetch(
+            ImageSpec(ref, access=with_pull_secret(private_registry.pull_secret(password="wrong"))),
+            dest,
+        )
+    result = fetch(ImageSpec(ref, access=with_pull_secret(private_registry.pull_secret())), dest)
     assert result.revision.startswith("sha256:")
     assert "name: private" in (dest / "manifests" / "objects.yaml").read_text()
 
@@ -140,8 +149,11 @@ def test_private_registry_token_auth(token_registry: Registry, dest: Path) -> No
     with pytest.raises(AuthenticationError, match="no pull secret has credentials"):
         fetch(ImageSpec(ref), dest)
     with pytest.raises(AuthenticationError, match="rejected"):
-        fetch(ImageSpec(ref, pull_secret=token_registry.pull_secret(password="nope")), dest)
-    fetch(ImageSpec(ref, pull_secret=token_registry.pull_secret()), dest)
+        fetch(
+            ImageSpec(ref, access=with_pull_secret(token_registry.pull_secret(password="nope"))),
+            dest,
+        )
+    fetch(ImageSpec(ref, access=with_pull_secret(token_registry.pull_secret())), dest)
     assert "name: token" in (dest / "manifests" / "objects.yaml").read_text()
 
 

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from provisioners.errors import InvalidSourceError
-from provisioners.sources.pull_secret import BasicCredentials, credentials_for
-from provisioners.sources.reference import parse_reference
+from provisioners.registries.auth import AuthFile, BasicCredentials
+from provisioners.registries.reference import parse_reference
 
 DIGEST = "sha256:" + "a" * 64
 
@@ -53,6 +53,11 @@ def test_loopback_and_docker_hub_api_host() -> None:
 def test_invalid_references(text: str) -> None:
     with pytest.raises(InvalidSourceError, match="invalid image reference"):
         parse_reference(text)
+
+
+def credentials_for(secret: bytes, registry: str) -> BasicCredentials | None:
+    login = AuthFile.parse(secret, "the pull secret").lookup(registry, "team/app")
+    return login.credentials if login is not None else None
 
 
 def _auth(user: str, password: str) -> str:

@@ -55,6 +55,11 @@ def _bundle(source: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _nobody(request: Request, attributes: Mapping[str, str]) -> tuple[bool, str]:
+    """An access check that allows nothing (so a test fails where one is asked for)."""
+    return False, "no RBAC rule allows it"
+
+
 IMAGE = {"type": "image", "image": {"ref": "registry/repo:v1"}}
 CONFIG_MAPS = {
     "frozen": {"metadata": {"name": "frozen"}, "immutable": True},
@@ -69,11 +74,11 @@ def _read(name: str) -> Mapping[str, Any] | None:
 def test_bundle_spec_is_immutable() -> None:
     old = _bundle(IMAGE)
     new = _bundle({"type": "image", "image": {"ref": "registry/repo:v2"}})
-    verdict = validate_bundle(_review("UPDATE", "Bundle", new, old), _read)
+    verdict = validate_bundle(_review("UPDATE", "Bundle", new, old), _read, _nobody)
     assert not verdict.allowed
     assert verdict.message == IMMUTABLE_MESSAGE
     labelled = {**old, "metadata": {"name": "b", "labels": {"x": "y"}}}
-    assert validate_bundle(_review("UPDATE", "Bundle", labelled, old), _read).allowed
+    assert validate_bundle(_review("UPDATE", "Bundle", labelled, old), _read, _nobody).allowed
 
 
 @pytest.mark.parametrize(
@@ -101,7 +106,7 @@ def test_bundle_spec_is_immutable() -> None:
     ],
 )
 def test_bad_sources_are_denied(source: dict[str, Any], fragment: str) -> None:
-    verdict = validate_bundle(_review("CREATE", "Bundle", _bundle(source)), _read)
+    verdict = validate_bundle(_review("CREATE", "Bundle", _bundle(source)), _read, _nobody)
     assert not verdict.allowed
     assert fragment in verdict.message
 
@@ -109,7 +114,7 @@ def test_bad_sources_are_denied(source: dict[str, Any], fragment: str) -> None:
 def test_good_sources_are_allowed() -> None:
     frozen = {"type": "configMaps", "configMaps": [{"configMap": {"name": "frozen"}, "path": "m"}]}
     for source in (IMAGE, frozen):
-        assert validate_bundle(_review("CREATE", "Bundle", _bundle(source)), _read).allowed
+        assert validate_bundle(_review("CREATE", "Bundle", _bundle(source)), _read, _nobody).allowed
 
 
 def test_config_map_in_use() -> None:
@@ -166,6 +171,46 @@ def test_bundle_deployment_needs_impersonation_or_everything() -> None:
     same = validate_bundle_deployment(_review("UPDATE", "BundleDeployment", _bd({}), _bd({})), can)
     assert same.allowed
     assert len(asked) == count
+
+
+PULL_ACCOUNT = "pivoter.io/pull-service-account"
+
+
+def test_a_pull_service_account_needs_impersonation_on_bundles_and_templates() -> None:
+    """The annotation offers an account's imagePullSecrets to a registry, and the content pulled
+    is then served: only a user who may impersonate the account may name it."""
+    asked: list[dict[str, str]] = []
+
+    def can(request: Request, attributes: Mapping[str, str]) -> tuple[bool, str]:
+        asked.append(dict(attributes))
+        return (attributes.get("verb") == "impersonate" and attributes["name"] == "ok"), ""
+
+    bundle = _bundle(IMAGE)
+    bundle["metadata"]["annotations"] = {PULL_ACCOUNT: "ns/admin"}
+    verdict = validate_bundle(_review("CREATE", "Bundle", bundle), _read, can)
+    assert not verdict.allowed
+    assert "may not impersonate service account ns/admin" in verdict.message
+    assert PULL_ACCOUNT in verdict.message
+    bundle["metadata"]["annotations"] = {PULL_ACCOUNT: "ns/ok"}
+    assert validate_bundle(_review("CREATE", "Bundle", bundle), _read, can).allowed
+    assert asked[-1]["name"] == "ok"
+    assert asked[-1]["namespace"] == "ns"
+    # Changing the annotation of an existing Bundle is checked too; keeping it is not.
+    changed = {**bundle, "metadata": {"name": "b", "annotations": {PULL_ACCOUNT: "ns/admin"}}}
+    assert not validate_bundle(_review("UPDATE", "Bundle", changed, bundle), _read, can).allowed
+    count = len(asked)
+    assert validate_bundle(_review("UPDATE", "Bundle", bundle, bundle), _read, can).allowed
+    assert len(asked) == count
+    # A template that names the account spec.serviceAccount names asks once; another account
+    # in the template is checked on its own.
+    template = {"metadata": {"annotations": {PULL_ACCOUNT: "ns/ok"}}}
+    same = _bd({"serviceAccount": {"name": "ok", "namespace": "ns"}, "template": template})
+    assert validate_bundle_deployment(_review("CREATE", "BundleDeployment", same), can).allowed
+    other = {"metadata": {"annotations": {PULL_ACCOUNT: "ns/admin"}}}
+    sneaky = _bd({"serviceAccount": {"name": "ok", "namespace": "ns"}, "template": other})
+    verdict = validate_bundle_deployment(_review("CREATE", "BundleDeployment", sneaky), can)
+    assert not verdict.allowed
+    assert "ns/admin" in verdict.message
 
 
 def test_response_shape() -> None:

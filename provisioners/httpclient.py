@@ -143,6 +143,7 @@ class HttpClient:
         deadline: float = 600.0,
         allow_plain_http_credentials: bool = False,
         credentials_opt_in: str | None = None,
+        budget: Budget | None = None,
     ) -> None:
         self._tls = tls or TlsOptions()
         self._context: ssl.SSLContext | None = None
@@ -150,7 +151,9 @@ class HttpClient:
         self.deadline = deadline
         self.allow_plain_http_credentials = allow_plain_http_credentials
         self.credentials_opt_in = credentials_opt_in
-        self._budget: Budget | None = None
+        self._budget = budget
+        """Shared with other clients of the same pull when given (one deadline across the places
+        a pull tries, each with its own TLS options)."""
 
     @property
     def budget(self) -> Budget:

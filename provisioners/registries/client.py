@@ -28,11 +28,11 @@ from provisioners.errors import (
     SourceNotFoundError,
     SourceUnavailableError,
 )
-from provisioners.sources.http_client import HttpClient, Response
-from provisioners.sources.pull_secret import BasicCredentials
-from provisioners.sources.reference import ImageReference
+from provisioners.httpclient import HttpClient, Response
+from provisioners.registries.auth import BasicCredentials
+from provisioners.registries.reference import ImageReference
 from resolver import safedata
-from resolver.net import InvalidCredential, bearer_token
+from resolver.net import Budget, InvalidCredential, bearer_token
 from resolver.net.credentials import header_problem, url_problem
 
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
@@ -96,6 +96,11 @@ class RegistryClient:
     def deadline_left(self) -> float:
         """Seconds left of the deadline shared by this client's requests."""
         return self._http.budget.remaining()
+
+    @property
+    def budget(self) -> Budget:
+        """The deadline this client's requests share (unpacking the layers shares it too)."""
+        return self._http.budget
 
     # -- auth --------------------------------------------------------------------------------
 

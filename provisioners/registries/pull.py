@@ -1,0 +1,164 @@
+"""Open an image for pulling: every place the mirror policy allows, every credential that matches.
+
+:func:`open_image` is where the image source (bundles) and the catalog image source begin a pull.
+It asks the :class:`~provisioners.registries.mirrors.MirrorPolicy` for the places that may serve
+the reference (its mirrors in order, then the source unless it is blocked), and at each place
+asks the :class:`~provisioners.registries.auth.Keyring` for the credentials that match it (the
+most specific entry of each pull secret, in the secrets' precedence order), as the kubelet does:
+the first credential the registry accepts wins, a rejected one hands over to the next, and a
+place with no matching credential is tried anonymously. The first place that serves the
+manifest serves the whole pull (its blobs too), within the one deadline the pull shares.
+
+When every place fails, the error lists every place tried with its own error (and which
+secrets were offered there), so a person can tell a mirror that lacks the image from a source
+the network cannot reach. A pull with one place and one credential keeps that place's own error
+(its type and words), as before mirrors existed. No credential value ever enters a message: a
+:class:`~provisioners.registries.auth.Login` is named by its source (the Secret) and key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from provisioners.errors import AuthenticationError, SourceError
+from provisioners.httpclient import HttpClient, TlsOptions
+from provisioners.registries.auth import Keyring, Login
+from provisioners.registries.client import ImageManifest, RegistryClient
+from provisioners.registries.mirrors import MirrorPolicy, PullPlace
+from provisioners.registries.reference import ImageReference
+from resolver.net import Budget
+
+__all__ = ["Opened", "PullFailedEverywhere", "RegistryAccess", "open_image"]
+
+
+@dataclass(frozen=True)
+class RegistryAccess:
+    """How pivoter reaches registries for one pull: the credentials and the mirrors."""
+
+    keyring: Keyring = field(default_factory=Keyring)
+    mirrors: MirrorPolicy = field(default_factory=MirrorPolicy)
+
+
+class PullFailedEverywhere(SourceError):
+    """No place (mirror or source) served the image; the message names each with its error."""
+
+    def __init__(self, message: str, *, retryable: bool) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+
+@dataclass(frozen=True)
+class Opened:
+    """A place that served the image's manifest, with the client that reached it."""
+
+    client: RegistryClient
+    place: PullPlace
+    top: ImageManifest
+    """The manifest (or index) the reference names, as this place served it."""
+    login: Login | None
+    """The credential the place accepted (None: anonymous)."""
+
+    @property
+    def served_by(self) -> str:
+        """Where the content came from, for status: the mirror, or '' for the source itself."""
+        return str(self.place) if self.place.mirror else ""
+
+
+@dataclass(frozen=True)
+class _Attempt:
+    place: PullPlace
+    login: Login | None
+    error: SourceError
+
+    def line(self) -> str:
+        where = f"mirror {self.place}" if self.place.mirror else f"source {self.place}"
+        if self.place.origin:
+            where += f" ({self.place.origin})"
+        who = f" with {self.login.source}" if self.login is not None else ""
+        return f"{where}{who}: {self.error}"
+
+
+def _scheme_and_tls(
+    place: PullPlace, tls: TlsOptions, plain_http: bool | None
+) -> tuple[str, TlsOptions]:
+    """http for loopback registries without a CA (or when the caller says so), https otherwise;
+    an ``insecure`` place of the mirror policy skips certificate checks, as containers/image
+    does for an insecure registry."""
+    reference = place.reference
+    if plain_http is None:
+        plain_http = reference.is_loopback and not tls.ca_pem
+    if plain_http and not reference.is_loopback and not place.insecure:
+        plain_http = False
+    if place.insecure and not plain_http:
+        return "https", TlsOptions(tls.ca_pem, insecure_skip_verify=True)
+    return ("http" if plain_http else "https"), tls
+
+
+def open_image(
+    reference: ImageReference,
+    access: RegistryAccess,
+    *,
+    tls: TlsOptions,
+    timeout: float,
+    deadline: float,
+    plain_http: bool | None = None,
+) -> Opened:
+    """Find the first place that serves ``reference``'s manifest (see the module docstring).
+
+    Raises the place's own :class:`SourceError` when there was one place and one attempt,
+    :class:`PullFailedEverywhere` when several were tried, and the mirror policy's
+    ``RegistryBlockedError`` when no place may be contacted at all.
+    """
+    places = access.mirrors.places(reference)
+    budget = Budget(deadline, stall=timeout)
+    attempts: list[_Attempt] = []
+    for place in places:
+        scheme, place_tls = _scheme_and_tls(place, tls, plain_http)
+        http = HttpClient(place_tls, timeout=timeout, deadline=deadline, budget=budget)
+        target = place.reference
+        logins: list[Login | None] = [
+            *access.keyring.candidates(target.registry, target.repository)
+        ] or [None]
+        for login in logins:
+            client = RegistryClient(
+                target,
+                http,
+                scheme=scheme,
+                credentials=login.credentials if login is not None else None,
+            )
+            try:
+                top = client.manifest(target.manifest_ref)
+            except AuthenticationError as exc:
+                attempts.append(_Attempt(place, login, exc))
+                continue  # the next credential for this place, then the next place
+            except SourceError as exc:
+                attempts.append(_Attempt(place, login, exc))
+                break  # this place cannot serve it whatever the credential
+            return Opened(client, place, top, login)
+        if budget.remaining() <= 0:
+            break
+    raise _failure(reference, attempts, access.keyring)
+
+
+def _failure(reference: ImageReference, attempts: list[_Attempt], keyring: Keyring) -> SourceError:
+    if len(attempts) == 1:
+        (attempt,) = attempts
+        error = attempt.error
+        if isinstance(error, AuthenticationError):
+            return AuthenticationError(f"{error}{_offered(attempt, keyring)}")
+        return error
+    retryable = any(a.error.retryable for a in attempts)
+    lines = "; ".join(a.line() for a in attempts)
+    return PullFailedEverywhere(
+        f"could not pull {reference} from any of the {len(attempts)} places tried: {lines}",
+        retryable=retryable,
+    )
+
+
+def _offered(attempt: _Attempt, keyring: Keyring) -> str:
+    """Which secrets were offered for the registry (or looked in), to say what to fix."""
+    if attempt.login is not None:
+        return f" (credentials from {attempt.login.source}, entry {attempt.login.key!r})"
+    if keyring.sources:
+        return f" (no entry for {attempt.place.reference.registry} in {', '.join(keyring.sources)})"
+    return " (no pull secret is configured)"
