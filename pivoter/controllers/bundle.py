@@ -26,16 +26,24 @@ from pivoter.controllers.sourcespec import source_spec
 from pivoter.kube import Kube, NotFound
 from pivoter.registries import RegistryAccessProvider
 from pivoter.registries.names import bundle_pull_secrets
+from pivoter.registries.secrets import UnusablePullSecret
 from pivoter.runtime.controller import Result
 from provisioners.content import unpack_bundle
-from provisioners.errors import ProvisionerError
+from provisioners.errors import AuthenticationError, ProvisionerError
 from provisioners.formats import FORMATS, BundleFormat
+from provisioners.registries import PullFailedEverywhere
 from provisioners.sources import FetchOptions, ImageSpec
 from provisioners.store import BundleStore, StoreError
 
 __all__ = ["BUNDLES", "CLASS_FORMATS", "BundleReconciler", "bundle_format_for"]
 
 log = logging.getLogger(__name__)
+
+CREDENTIAL_FAILURES = (AuthenticationError, UnusablePullSecret, PullFailedEverywhere)
+"""Unpack failures that a change to a Secret or a mirror set can fix."""
+CREDENTIAL_RETRY_SECONDS = 15.0
+"""How soon a Bundle that failed for one of :data:`CREDENTIAL_FAILURES` is tried again (one
+manifest request per place)."""
 
 
 CLASS_FORMATS = {
@@ -170,6 +178,10 @@ class BundleReconciler:
                     "observedGeneration": generation,
                 },
             )
+            if isinstance(exc, CREDENTIAL_FAILURES):
+                # Fixing a Secret (or a mirror) fixes it, and nothing else will tell this
+                # Bundle: look again soon rather than after a backoff grown to many minutes.
+                return Result(requeue_after=CREDENTIAL_RETRY_SECONDS)
             return Result(requeue=True)  # back off per key, as a failed reconcile does
         message = f"Successfully unpacked the {name} Bundle ({unpacked.fetched.revision})"
         if unpacked.fetched.served_by:

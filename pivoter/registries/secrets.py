@@ -23,10 +23,21 @@ from pivoter.kube import Kube, NotFound
 from provisioners.errors import InvalidSourceError
 from provisioners.registries.auth import AuthFile
 
-__all__ = ["DOCKER_CONFIG_KEYS", "PullSecretRef", "parse_refs", "read_auth_file"]
+__all__ = [
+    "DOCKER_CONFIG_KEYS",
+    "PullSecretRef",
+    "UnusablePullSecret",
+    "parse_refs",
+    "read_auth_file",
+]
 
 DOCKER_CONFIG_KEYS = (".dockerconfigjson", ".dockercfg")
 """The keys of a pull secret, in the order they are looked for."""
+
+
+class UnusablePullSecret(InvalidSourceError):
+    """A Secret that a pull must use is missing or malformed: fixing the Secret fixes the pull
+    (the Bundle controller looks again soon rather than backing off)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +83,7 @@ def read_auth_file(kube: Kube, ref: PullSecretRef) -> AuthFile | None:
         secret = kube.get(SECRETS, ref.name, ref.namespace)
     except NotFound:
         if ref.required:
-            raise InvalidSourceError(f"{where} not found") from None
+            raise UnusablePullSecret(f"{where} not found") from None
         return None
     data = secret.get("data") or {}
     for key in DOCKER_CONFIG_KEYS:
@@ -82,8 +93,11 @@ def read_auth_file(kube: Kube, ref: PullSecretRef) -> AuthFile | None:
         try:
             raw = base64.b64decode(str(value), validate=True)
         except (binascii.Error, ValueError):
-            raise InvalidSourceError(f"{where} key {key!r} is not base64") from None
-        return AuthFile.parse(raw, f"{where} key {key!r}")
+            raise UnusablePullSecret(f"{where} key {key!r} is not base64") from None
+        try:
+            return AuthFile.parse(raw, f"{where} key {key!r}")
+        except InvalidSourceError as exc:
+            raise UnusablePullSecret(str(exc)) from None
     if ref.required:
-        raise InvalidSourceError(f"{where} has no .dockerconfigjson or .dockercfg key")
+        raise UnusablePullSecret(f"{where} has no .dockerconfigjson or .dockercfg key")
     return None

@@ -60,8 +60,9 @@ class Opened:
 
     @property
     def served_by(self) -> str:
-        """Where the content came from, for status: the mirror, or '' for the source itself."""
-        return str(self.place) if self.place.mirror else ""
+        """The mirror that served the content, pinned (``host/repository@digest``); empty
+        when the source itself served it."""
+        return self.place.reference.pinned(self.top.digest) if self.place.mirror else ""
 
 
 @dataclass(frozen=True)
@@ -74,8 +75,9 @@ class _Attempt:
         where = f"mirror {self.place}" if self.place.mirror else f"source {self.place}"
         if self.place.origin:
             where += f" ({self.place.origin})"
-        who = f" with {self.login.source}" if self.login is not None else ""
-        return f"{where}{who}: {self.error}"
+        if self.login is not None and not isinstance(self.error, AuthenticationError):
+            where += f" with {self.login.source}"  # an auth error names it itself
+        return f"{where}: {self.error}"
 
 
 def _scheme_and_tls(
@@ -112,7 +114,9 @@ def open_image(
     places = access.mirrors.places(reference)
     budget = Budget(deadline, stall=timeout)
     attempts: list[_Attempt] = []
-    for place in places:
+    for number, place in enumerate(places):
+        if number and budget.remaining() <= 0:
+            raise _failure(reference, attempts, untried=places[number:])
         scheme, place_tls = _scheme_and_tls(place, tls, plain_http)
         http = HttpClient(place_tls, timeout=timeout, deadline=deadline, budget=budget)
         target = place.reference
@@ -129,36 +133,48 @@ def open_image(
             try:
                 top = client.manifest(target.manifest_ref)
             except AuthenticationError as exc:
-                attempts.append(_Attempt(place, login, exc))
+                attempts.append(_Attempt(place, login, _explained(exc, place, login, access)))
                 continue  # the next credential for this place, then the next place
             except SourceError as exc:
                 attempts.append(_Attempt(place, login, exc))
                 break  # this place cannot serve it whatever the credential
             return Opened(client, place, top, login)
-        if budget.remaining() <= 0:
-            break
-    raise _failure(reference, attempts, access.keyring)
+    raise _failure(reference, attempts, untried=[])
 
 
-def _failure(reference: ImageReference, attempts: list[_Attempt], keyring: Keyring) -> SourceError:
-    if len(attempts) == 1:
-        (attempt,) = attempts
-        error = attempt.error
-        if isinstance(error, AuthenticationError):
-            return AuthenticationError(f"{error}{_offered(attempt, keyring)}")
-        return error
-    retryable = any(a.error.retryable for a in attempts)
-    lines = "; ".join(a.line() for a in attempts)
+def _explained(
+    error: AuthenticationError, place: PullPlace, login: Login | None, access: RegistryAccess
+) -> AuthenticationError:
+    """The registry's refusal and which Secret was offered (or where none was found)."""
+    if login is not None:
+        return AuthenticationError(
+            f"{error} (credentials from {login.source}, entry {login.key!r})"
+        )
+    if access.keyring.sources:
+        where = ", ".join(access.keyring.sources)
+        return AuthenticationError(f"{error} (no entry for {place.reference.registry} in {where})")
+    return AuthenticationError(f"{error} (no pull secret is configured)")
+
+
+def _failure(
+    reference: ImageReference,
+    attempts: list[_Attempt],
+    *,
+    untried: list[PullPlace],
+) -> SourceError:
+    """The error of a pull that no place served: the place's own error when the pull had one
+    place and made one attempt there; otherwise every attempt, and the places the deadline
+    left untried."""
+    tried = list(dict.fromkeys(a.place for a in attempts))
+    if len(attempts) == 1 and not untried:
+        return attempts[0].error
+    lines = [a.line() for a in attempts]
+    if untried:
+        names = ", ".join(f"{'mirror' if p.mirror else 'source'} {p}" for p in untried)
+        lines.append(f"not tried, the pull's deadline was spent: {names}")
+    retryable = (not untried and any(a.error.retryable for a in attempts)) or bool(untried)
+    places = "place" if len(tried) == 1 else "places"
     return PullFailedEverywhere(
-        f"could not pull {reference} from any of the {len(attempts)} places tried: {lines}",
+        f"could not pull {reference} from the {len(tried)} {places} tried: {'; '.join(lines)}",
         retryable=retryable,
     )
-
-
-def _offered(attempt: _Attempt, keyring: Keyring) -> str:
-    """Which secrets were offered for the registry (or looked in), to say what to fix."""
-    if attempt.login is not None:
-        return f" (credentials from {attempt.login.source}, entry {attempt.login.key!r})"
-    if keyring.sources:
-        return f" (no entry for {attempt.place.reference.registry} in {', '.join(keyring.sources)})"
-    return " (no pull secret is configured)"
