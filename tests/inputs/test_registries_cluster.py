@@ -15,24 +15,34 @@ import base64
 import contextlib
 import json
 import logging
+import tarfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from pivoter.apis.resources import BUNDLES, PLATFORM_OPERATORS, SECRETS
-from pivoter.catalogs import SourceSettings
+from pivoter.apis.resources import BUNDLES, CATALOGS, PLATFORM_OPERATORS, SECRETS
+from pivoter.catalogs import CONFIGS_LABEL, SourceSettings
 from pivoter.daemon.product import build
 from pivoter.daemon.settings import Settings
 from pivoter.kube import Kube, NotFound, load_client
 from pivoter.runtime import Manager
-from tests.cluster import TestCluster
+from tests.cluster import TestCluster, session_labels, unique_name
 from tests.inputs.conftest import Env, is_
 from tests.inputs.helpers import Publisher, Version, config_map
-from tests.provisioners.oci import Pusher
+from tests.polling import wait_for
+from tests.provisioners.oci import (
+    LAYER_GZIP,
+    OCI_CONFIG,
+    OCI_MANIFEST,
+    Entry,
+    Pusher,
+    compress,
+    file,
+    tar_bytes,
+)
 from tests.provisioners.servers import Registry, run_registry
 
 pytestmark = pytest.mark.cluster
@@ -140,10 +150,17 @@ def private(
             api_client.close()
 
 
-def _installed(version: str) -> Callable[[dict[str, Any]], bool]:
+def _installed(version: str, revision: int) -> Callable[[dict[str, Any]], bool]:
+    """Revision ``revision`` (selecting ``version``) is the active one and Ready."""
+
     def check(obj: dict[str, Any]) -> bool:
-        selection = (obj.get("status") or {}).get("selection") or []
-        return is_(obj, "Installed", "True") and [s.get("version") for s in selection] == [version]
+        status = obj.get("status") or {}
+        versions = [s.get("version") for s in status.get("selection") or []]
+        return (
+            is_(obj, "Ready", "True")
+            and status.get("activeRevision") == revision
+            and versions == [version]
+        )
 
     return check
 
@@ -152,7 +169,7 @@ def _says(*fragments: str) -> Callable[[dict[str, Any]], bool]:
     """The input's status names every fragment (in any condition's message)."""
 
     def check(obj: dict[str, Any]) -> bool:
-        text = yaml.safe_dump(obj.get("status") or {})
+        text = json.dumps(obj.get("status") or {})
         return all(f in text for f in fragments)
 
     return check
@@ -175,13 +192,13 @@ def test_the_global_pull_secret_installs_and_upgrades_once_it_exists(private: Pr
     assert not is_(refused, "Installed", "True")
     # The admin creates it; the input is not touched.
     private.secret(GLOBAL, PASSWORD)
-    obj = env.wait(name, _installed("1.0.0"), what="vault 1.0.0 installed", timeout=120)
+    obj = env.wait(name, _installed("1.0.0", 1), what="vault 1.0.0 installed", timeout=120)
     assert env.config_map_data("vault") == {"version": "1.0.0"}
     env.publisher.add(
         "vault", Version("1.1.0", config_map("vault", ns, version="1.1.0"), replaces="1.0.0")
     )
     env.publish()
-    obj = env.wait(name, _installed("1.1.0"), what="the upgrade to 1.1.0")
+    obj = env.wait(name, _installed("1.1.0", 2), what="the upgrade to 1.1.0")
     assert env.config_map_data("vault") == {"version": "1.1.0"}
     private.never_shown(obj)
 
@@ -257,7 +274,7 @@ def test_the_installing_service_accounts_image_pull_secrets_are_offered(
     env.publish()
     env.catalog()
     name = env.resolution([{"name": "redis"}], serviceAccount={"name": account, "namespace": ns})
-    obj = env.wait(name, _installed("7.0.0"), what="redis installed with the account's secret")
+    obj = env.wait(name, _installed("7.0.0", 1), what="redis installed with the account's secret")
     assert env.config_map_data("redis") == {"version": "7.0.0"}
     (child,) = env.children(name).values()
     template = child["spec"]["template"]["metadata"]
@@ -265,3 +282,87 @@ def test_the_installing_service_accounts_image_pull_secrets_are_offered(
     assert template["annotations"]["pivoter.io/pull-service-account"] == f"{ns}/{account}"
     assert PASSWORD not in json.dumps(child)
     private.never_shown(obj)
+
+
+def _push_catalog(private: Private, repo: str, tag: str) -> str:
+    """Push the published FBC files as a catalog image (``/configs``, labelled as opm labels
+    it) to the private registry; return its reference."""
+    pusher = private.env.publisher.pusher
+    directory = private.env.publisher.directory
+    entries = [Entry("configs/", kind=tarfile.DIRTYPE)] + [
+        file(f"configs/{path.name}", path.read_text()) for path in sorted(directory.glob("*.yaml"))
+    ]
+    layer = compress(tar_bytes(entries), LAYER_GZIP)
+    config = json.dumps(
+        {
+            "architecture": "amd64",
+            "os": "linux",
+            "config": {"Labels": {CONFIGS_LABEL: "/configs"}},
+            "rootfs": {"type": "layers", "diff_ids": []},
+        }
+    ).encode()
+    manifest = {
+        "schemaVersion": 2,
+        "mediaType": OCI_MANIFEST,
+        "config": {
+            "mediaType": OCI_CONFIG,
+            "digest": pusher.blob(repo, config),
+            "size": len(config),
+        },
+        "layers": [
+            {"mediaType": LAYER_GZIP, "digest": pusher.blob(repo, layer), "size": len(layer)}
+        ],
+    }
+    pusher.manifest(repo, tag, json.dumps(manifest).encode(), OCI_MANIFEST)
+    return f"{private.registry.host}/{repo}:{tag}"
+
+
+def test_a_catalog_image_pull_secret_serves_the_catalog_and_the_bundles_it_names(
+    private: Private,
+) -> None:
+    """A Catalog's pullSecret pulls its image and every bundle image the catalog names (and no
+    other image); a Secret created after the Catalog is picked up by the next poll."""
+    env, ns, kube = private.env, private.env.namespace, private.env.kube
+    env.publisher.add("minio", Version("1.0.0", config_map("minio", ns, version="1.0.0")))
+    env.publisher.publish()
+    repo = unique_name("catalog")
+    ref = _push_catalog(private, repo, "latest")
+    catalog = unique_name("cat")
+    kube.create(
+        CATALOGS,
+        {
+            "apiVersion": "pivoter.io/v1alpha1",
+            "kind": "Catalog",
+            "metadata": {"name": catalog, "labels": session_labels()},
+            "spec": {
+                "source": {"type": "image", "image": {"ref": ref, "pullSecret": "catalog-pull"}},
+                "pollInterval": "1s",
+            },
+        },
+    )
+    env.created.append((CATALOGS, catalog))
+
+    def catalog_says(fragment: str) -> Callable[[], bool]:
+        def check() -> bool:
+            status = kube.get(CATALOGS, catalog).get("status") or {}
+            return fragment in json.dumps(status)
+
+        return check
+
+    wait_for(
+        catalog_says("spec.source.image.pullSecret: Secret 'catalog-pull' not found"),
+        timeout=30,
+        what="the Catalog to name the missing Secret",
+    )
+    private.secret("catalog-pull", PASSWORD)
+    name = env.resolution([{"name": "minio"}])
+    obj = env.wait(name, _installed("1.0.0", 1), what="minio 1.0.0 installed", timeout=120)
+    assert env.config_map_data("minio") == {"version": "1.0.0"}
+    env.publisher.add(
+        "minio", Version("1.1.0", config_map("minio", ns, version="1.1.0"), replaces="1.0.0")
+    )
+    env.publisher.publish()
+    _push_catalog(private, repo, "latest")
+    obj = env.wait(name, _installed("1.1.0", 2), what="the upgrade to 1.1.0", timeout=120)
+    assert env.config_map_data("minio") == {"version": "1.1.0"}
+    private.never_shown(obj, kube.get(CATALOGS, catalog))

@@ -326,3 +326,96 @@ def tag_image(registry: Registry, repo_ref: str, tag: str) -> None:
     with urllib.request.urlopen(request, timeout=10) as response:
         body = response.read()
     Pusher(registry.base, None, None, None).manifest(repo, tag, body, OCI_MANIFEST)
+
+
+# -- Images pushed with credentials, and catalogs that name their bundles where the test says
+# (tests/olmv1/test_registries_cluster.py: a private registry; a mirror that holds what the
+# catalog names at a source registry nobody can reach).
+
+
+def push_image_with(
+    pusher: Pusher, repo: str, tag: str, files: dict[str, str], labels: dict[str, str]
+) -> str:
+    """:func:`push_image` through ``pusher`` (one that logs in, for a registry that requires
+    credentials to push); return the manifest digest."""
+    directories = sorted({p.rsplit("/", 1)[0] + "/" for p in files if "/" in p})
+    entries = [Entry(d, kind=tarfile.DIRTYPE) for d in directories]
+    entries += [file(path, text) for path, text in sorted(files.items())]
+    layer = compress(tar_bytes(entries), LAYER_GZIP)
+    config = json.dumps(
+        {
+            "architecture": "amd64",
+            "os": "linux",
+            "config": {"Labels": labels},
+            "rootfs": {"type": "layers", "diff_ids": []},
+        }
+    ).encode()
+    manifest = {
+        "schemaVersion": 2,
+        "mediaType": OCI_MANIFEST,
+        "config": {
+            "mediaType": OCI_CONFIG,
+            "digest": pusher.blob(repo, config),
+            "size": len(config),
+        },
+        "layers": [
+            {"mediaType": LAYER_GZIP, "digest": pusher.blob(repo, layer), "size": len(layer)}
+        ],
+    }
+    return pusher.manifest(repo, tag, json.dumps(manifest).encode(), OCI_MANIFEST)
+
+
+def fbc_naming(scenario: str, packages: list[Package], images: dict[str, str]) -> str:
+    """The catalog's FBC as :func:`fbc` writes it, but naming each bundle's image as ``images``
+    says (bundle name ``<package>.<version>`` -> reference) and pushing nothing: the caller has
+    pushed the bundles where it wants them (with credentials, or to a mirror while the catalog
+    names them by digest at the source, as a mirrored catalog does)."""
+    docs: list[dict[str, Any]] = []
+    for package in packages:
+        channels: dict[str, list[dict[str, Any]]] = {}
+        for b in package.bundles:
+            for channel in b.channels:
+                entry: dict[str, Any] = {"name": f"{package.name}.{b.version}"}
+                if b.replaces:
+                    entry["replaces"] = f"{package.name}.{b.replaces}"
+                if b.skips:
+                    entry["skips"] = [f"{package.name}.{s}" for s in b.skips]
+                channels.setdefault(channel, []).append(entry)
+        default = package.default_channel or next(iter(channels))
+        docs.append({"schema": "olm.package", "name": package.name, "defaultChannel": default})
+        for channel, entries in channels.items():
+            docs.append(
+                {
+                    "schema": "olm.channel",
+                    "name": channel,
+                    "package": package.name,
+                    "entries": entries,
+                }
+            )
+        for b in package.bundles:
+            properties: list[dict[str, Any]] = [
+                {
+                    "type": "olm.package",
+                    "value": {"packageName": package.name, "version": b.version},
+                }
+            ]
+            if "CRD" in b.contents:
+                kind = b.provides or _kind(package.name)
+                properties.append(
+                    {
+                        "type": "olm.gvk",
+                        "value": {"group": group_of(scenario), "version": "v1", "kind": kind},
+                    }
+                )
+            properties += [{"type": t, "value": v} for t, v in b.properties]
+            name = f"{package.name}.{b.version}"
+            docs.append(
+                {
+                    "schema": "olm.bundle",
+                    "name": name,
+                    "package": package.name,
+                    "image": images[name],
+                    "properties": properties,
+                }
+            )
+    return yaml.safe_dump_all(docs, sort_keys=False)
