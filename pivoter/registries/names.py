@@ -26,8 +26,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from pivoter.apis.resources import SERVICE_ACCOUNTS
-from pivoter.kube import Kube, NotFound
-from pivoter.registries.secrets import PullSecretRef
+from pivoter.kube import Forbidden, Kube, NotFound
+from pivoter.registries.secrets import PullSecretRef, UnusablePullSecret
 from provisioners.errors import InvalidSourceError
 
 __all__ = [
@@ -58,6 +58,11 @@ def service_account_pull_secrets(kube: Kube, namespace: str, name: str) -> list[
         account = kube.get(SERVICE_ACCOUNTS, name, namespace)
     except NotFound:
         return []
+    except Forbidden:
+        raise UnusablePullSecret(
+            f"service account {namespace}/{name}: pivoter may not read it to find its "
+            "imagePullSecrets (grant its service account get on serviceaccounts)"
+        ) from None
     refs = []
     for entry in account.get("imagePullSecrets") or []:
         secret = str((entry or {}).get("name") or "") if isinstance(entry, Mapping) else ""

@@ -19,7 +19,7 @@ import binascii
 from dataclasses import dataclass
 
 from pivoter.apis.resources import SECRETS
-from pivoter.kube import Kube, NotFound
+from pivoter.kube import Forbidden, Kube, NotFound
 from provisioners.errors import InvalidSourceError
 from provisioners.registries.auth import AuthFile
 
@@ -75,8 +75,10 @@ def parse_refs(text: str, *, field: str) -> list[PullSecretRef]:
 def read_auth_file(kube: Kube, ref: PullSecretRef) -> AuthFile | None:
     """The Secret ``ref`` names as an :class:`AuthFile`; None when it is missing and optional.
 
-    Raises :class:`InvalidSourceError` (naming the field, the Secret and the key, never a value)
-    when a required Secret is missing, has no docker config key, or holds a malformed one.
+    Raises :class:`UnusablePullSecret` (naming the field, the Secret and the key, never a value)
+    when a required Secret is missing, when pivoter may not read a Secret (required or not: an
+    offered Secret that cannot be read is a setup to fix, not one to skip), and when a Secret
+    has no docker config key or holds a malformed one.
     """
     where = f"{ref.field}: {ref}" if ref.field else str(ref)
     try:
@@ -85,6 +87,11 @@ def read_auth_file(kube: Kube, ref: PullSecretRef) -> AuthFile | None:
         if ref.required:
             raise UnusablePullSecret(f"{where} not found") from None
         return None
+    except Forbidden:
+        raise UnusablePullSecret(
+            f"{where}: pivoter may not read it (grant its service account get on that Secret; "
+            "docs/registries.md)"
+        ) from None
     data = secret.get("data") or {}
     for key in DOCKER_CONFIG_KEYS:
         value = data.get(key)

@@ -225,7 +225,7 @@ def _serving(
             api_client.close()  # type: ignore[no-untyped-call]
 
 
-# -- 1. a private registry ------------------------------------------------------------------------
+# -- 1. a private registry --------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -609,6 +609,8 @@ def disconnected(
     namespace: str,
     tmp_path: Path,
 ) -> Iterator[Disconnected]:
+    """The product built after the mirror-set CRDs (so it watches the mirror sets), a mirror
+    registry and a dead source; the mirror sets a test applies are deleted after it."""
     with _serving(cluster, mirror_registry, namespace, tmp_path) as (olm, product):
         env = Disconnected(
             olm, product, Mirrored(dead_source, mirror_registry, olm.scenario), cluster
@@ -699,6 +701,7 @@ def test_disconnected_as_oc_mirror_v2_leaves_it_installs_and_upgrades_from_the_m
     olm.apply(_extension("stranded", name, name=stranded))
     failed = _unpack_failure(olm, stranded)
     assert f"cannot reach {stray.split('/', 1)[0]}" in failed, failed
+    assert "places tried" not in failed, failed
     # A bundle under the mirrored namespace that oc-mirror did not copy: the mirror (with the
     # IDMS that sent the pull there) and then the source, each with its own error.
     unmirrored_extension = f"unmirrored-{olm.scenario}"
@@ -711,3 +714,63 @@ def test_disconnected_as_oc_mirror_v2_leaves_it_installs_and_upgrades_from_the_m
     assert f"not found in {mirror_place.split('@')[0]}" in failed, failed
     assert f"source {missing} (" in failed, failed
     assert f"cannot reach {mirrored.source_host}" in failed, failed
+
+
+# -- 3. disconnected, with a registries.conf -------------------------------------------------------
+
+
+@pytest.fixture
+def conf_disconnected(
+    cluster: TestCluster,
+    olmv1_crds: list[dict[str, Any]],
+    mirror_registry: Registry,
+    dead_source: str,
+    *,
+    namespace: str,
+    tmp_path: Path,
+) -> Iterator[Disconnected]:
+    """The product with ``--registries-conf``: the source namespace blocked, the mirror serving
+    tags and digests (what a node's /etc/containers/registries.conf says)."""
+    conf = tmp_path / "registries.conf"
+    conf.write_text(
+        f"""
+[[registry]]
+prefix = "{dead_source}/redhat"
+location = "{dead_source}/redhat"
+blocked = true
+
+[[registry.mirror]]
+location = "{mirror_registry.host}/mirror/redhat"
+"""
+    )
+    with _serving(cluster, mirror_registry, namespace, tmp_path, registries_conf=conf) as (
+        olm,
+        product,
+    ):
+        yield Disconnected(
+            olm, product, Mirrored(dead_source, mirror_registry, olm.scenario), cluster
+        )
+
+
+def test_disconnected_with_a_registries_conf_installs_from_the_mirror(
+    conf_disconnected: Disconnected,
+) -> None:
+    olm, mirrored = conf_disconnected.olm, conf_disconnected.mirrored
+    package = "confined"
+    mirrored.push_catalog("v4.18", [Package(package, [Bundle("1.0.0")])])
+    # Everything named at the source: the catalog by tag, its bundle by digest.
+    name = olm.catalogs["source"] = f"redhat-operators-{olm.scenario}"
+    olm.apply(_cluster_catalog(name, f"{mirrored.source}/{INDEX}:v4.18"))
+    served = olm.wait(
+        lambda o: reports(o, "Serving", "True", "Available"),
+        what="the catalog named at the source serving from the mirror",
+        name=name,
+        resource=CLUSTER_CATALOGS,
+    )
+    pinned = served["status"]["resolvedSource"]["image"]["ref"]
+    assert pinned.startswith(f"{mirrored.source}/{INDEX}@sha256:"), pinned
+    olm.apply(_extension(package, name))
+    olm.bundle_installed(f"{package}.1.0.0", "1.0.0")
+    olm.rolled_out()
+    message = _unpacked(olm, mirrored.images[f"{package}.1.0.0"], "True")
+    assert message.endswith(f" from mirror {mirrored.at_mirror(f'{package}.1.0.0')}"), message
