@@ -49,6 +49,7 @@ from pivoter.catalogserver.reload import Snapshot, SnapshotError
 from pivoter.kube import Kube, NotFound, Object
 from pivoter.registries.names import cluster_catalog_pull_secrets
 from pivoter.runtime.controller import Result
+from provisioners.errors import InvalidSourceError
 from provisioners.registries.pull import RegistryAccess
 from provisioners.sources import FetchOptions
 from resolver.catalog.errors import CatalogLoadError
@@ -196,6 +197,7 @@ class ClusterCatalogReconciler:
         polled = self._poll_if_due(obj, ref, interval, conditions)
         if isinstance(polled, Result):
             return polled
+        self._record_secrets(obj)
         self._serving(obj, polled, conditions, generation)
         if interval is None:
             return None
@@ -327,13 +329,6 @@ class ClusterCatalogReconciler:
         self.served.put(name, snapshot)
         digest = content_digest(snapshot.catalog)
         self.cache.put(cache_name(name), snapshot.catalog, digest, priority)
-        if registries is not None:
-            registries.catalog_secrets.record(
-                cache_name(name),
-                digest,
-                cluster_catalog_pull_secrets(obj, registries.namespace),
-                (b.image for b in snapshot.catalog.bundles),
-            )
         state.digest, state.pinned = pulled.digest, pulled.pinned
         state.unpacked = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         state.polled, state.failures = self.clock(), 0
@@ -343,6 +338,23 @@ class ClusterCatalogReconciler:
             pulled.pinned,
             len(snapshot.catalog.packages),
             len(snapshot.catalog.bundles),
+        )
+
+    def _record_secrets(self, obj: Object) -> None:
+        """Let the catalog's pull secret (its annotation, as it is now: added, changed or
+        removed without a new generation) serve the bundle images it names."""
+        registries = self.settings.registries
+        name = str(obj["metadata"]["name"])
+        cached = self.cache.get(cache_name(name))
+        if registries is None or cached is None:
+            return
+        try:
+            secrets = cluster_catalog_pull_secrets(obj, registries.namespace)
+        except InvalidSourceError as exc:
+            log.warning("ClusterCatalog %s: %s", name, exc)
+            secrets = []
+        registries.catalog_secrets.record(
+            cache_name(name), cached.digest, secrets, (b.image for b in cached.catalog.bundles)
         )
 
     def _forget(self, name: str) -> None:
