@@ -32,6 +32,7 @@ from pivoter.catalogs.interval import MIN_INTERVAL, parse_duration, retry_delay
 from pivoter.catalogs.poll import Poller
 from pivoter.catalogs.sources import ObjectReader, SourceSettings, build_source
 from pivoter.kube import Kube, NotFound, Resource
+from pivoter.registries import PullSecretRef
 from pivoter.runtime.cache import split_key
 from pivoter.runtime.controller import Result
 
@@ -61,6 +62,9 @@ class ForeignSpec:
     interval: float
     identity: str = ""
     """What identifies the content (ClusterCatalog: ``status.resolvedSource``); a change polls."""
+    pull_secrets: tuple[PullSecretRef, ...] = ()
+    """The pull secrets OLM v0 uses for the catalog's bundle images (a CatalogSource's
+    ``spec.secrets``, in its namespace): offered for the bundle images it names."""
 
 
 def catalog_source_spec(obj: Mapping[str, Any]) -> ForeignSpec | None:
@@ -80,10 +84,17 @@ def catalog_source_spec(obj: Mapping[str, Any]) -> ForeignSpec | None:
         )
     except ValueError:
         interval = DEFAULT_INTERVAL
+    namespace = str(obj["metadata"].get("namespace") or "")
+    secrets = tuple(
+        PullSecretRef(namespace, str(name), field="spec.secrets of CatalogSource")
+        for name in spec.get("secrets") or []
+        if isinstance(name, str) and name
+    )
     return ForeignSpec(
         {"type": "grpc", "grpc": {"address": address}},
         int(spec.get("priority") or 0),
         max(MIN_INTERVAL, interval),
+        pull_secrets=secrets,
     )
 
 
@@ -146,6 +157,8 @@ class ForeignCatalogReconciler:
                 self._states.pop(key, None)
             if self.cache.remove(cache_name):
                 log.info("%s: gone or not serving; removed from the cache", cache_name)
+            if self.settings.registries is not None:
+                self.settings.registries.catalog_secrets.forget(cache_name)
             return None
         try:
             built = build_source(
@@ -164,6 +177,7 @@ class ForeignCatalogReconciler:
             and now < state.next_poll
         ):
             self.cache.set_priority(cache_name, spec.priority)
+            self._record_secrets(cache_name, spec)  # spec.secrets may have changed alone
             return Result(requeue_after=state.next_poll - now)
         if state is None or state.poller.built.key != built.key:
             state = _State(Poller(cache_name, built, validate=self.validate), spec.identity, now)
@@ -171,6 +185,7 @@ class ForeignCatalogReconciler:
                 self._states[key] = state
         state.identity = spec.identity
         outcome = state.poller.poll(self.cache, spec.priority)
+        self._record_secrets(cache_name, spec)
         if outcome.problem is not None:
             log.warning(
                 "%s: %s%s",
@@ -181,3 +196,12 @@ class ForeignCatalogReconciler:
         delay = retry_delay(state.poller.failures, spec.interval)
         state.next_poll = self.clock() + delay
         return Result(requeue_after=delay)
+
+    def _record_secrets(self, cache_name: str, spec: ForeignSpec) -> None:
+        """Offer the catalog's pull secrets for the bundle images it names (as OLM v0 does)."""
+        registries, cached = self.settings.registries, self.cache.get(cache_name)
+        if registries is None or cached is None:
+            return
+        registries.catalog_secrets.record(
+            cache_name, cached.digest, spec.pull_secrets, (b.image for b in cached.catalog.bundles)
+        )

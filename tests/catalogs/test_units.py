@@ -254,6 +254,15 @@ def test_foreign_specs() -> None:
     assert spec is not None
     assert spec.source == {"type": "grpc", "grpc": {"address": "ops.olm.svc:50051"}}
     assert spec.priority == -100
+    assert spec.pull_secrets == ()
+    # OLM v0 pulls the catalog's bundles with spec.secrets (in the CatalogSource's namespace):
+    # so does pivoter, for the images the catalog names (docs/registries.md).
+    source["spec"]["secrets"] = ["redhat-pull", "", 7]
+    with_secrets = catalog_source_spec(source)
+    assert with_secrets is not None
+    assert [(r.namespace, r.name, r.required) for r in with_secrets.pull_secrets] == [
+        ("olm", "redhat-pull", False)
+    ]
     assert catalog_source_spec({"metadata": {"name": "x"}, "spec": {}}) is None
     cluster_catalog = {
         "metadata": {"name": "operatorhub"},
