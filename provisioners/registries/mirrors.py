@@ -47,14 +47,10 @@ import re
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from provisioners.errors import InvalidSourceError, MirrorConfigError, RegistryBlockedError
-
-if TYPE_CHECKING:
-    # Imported where it runs instead: provisioners.sources imports the image source, which
-    # imports this module through provisioners.registries.pull.
-    from provisioners.registries.reference import ImageReference
+from provisioners.registries.reference import ImageReference, parse_reference
 
 __all__ = [
     "MAX_REGISTRIES_CONF_BYTES",
@@ -264,8 +260,6 @@ def _hostname(registry: str) -> str:
 
 def _rewrite(reference: ImageReference, rule: RegistryRule, location: str) -> ImageReference:
     """``reference`` with the part the rule's prefix matched replaced by ``location``."""
-    from provisioners.registries.reference import parse_reference
-
     if not location:
         return reference  # a wildcard rule without a location keeps the name as it is
     name = f"{reference.registry}/{reference.repository}"
