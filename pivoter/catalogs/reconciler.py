@@ -32,6 +32,7 @@ from pivoter.apis.conditions import FALSE, TRUE, find, set_condition
 from pivoter.apis.resources import CATALOGS, CONFIG_MAPS, SECRETS
 from pivoter.catalogs.cache import CachedCatalog, CatalogCache
 from pivoter.catalogs.errors import REASON_FETCHED, REASON_STALE, CatalogProblem, InvalidCatalog
+from pivoter.catalogs.image import ImageCatalogSource
 from pivoter.catalogs.interval import MIN_INTERVAL, parse_duration, retry_delay
 from pivoter.catalogs.metrics import CatalogMetrics
 from pivoter.catalogs.poll import Poller, PollOutcome
@@ -188,7 +189,10 @@ class CatalogReconciler:
             )
         delay = retry_delay(state.poller.failures, interval)
         state.next_poll = self.clock() + delay
-        self._report(catalog, outcome, built.description)
+        where = built.description
+        if isinstance(built.source, ImageCatalogSource) and built.source.served_by:
+            where += f" (from mirror {built.source.served_by})"
+        self._report(catalog, outcome, where)
         return Result(requeue_after=delay)
 
     def _read(self, kind: str, name: str) -> Mapping[str, Any] | None:
