@@ -634,11 +634,11 @@ class _AnswerWriter(io.BufferedIOBase):
             for start in range(0, len(octets), _PIECE):
                 piece = bytes(octets[start : start + _PIECE])
                 self._exchange.wrote = True
+                sending = connection.send(piece)
                 try:
-                    future = asyncio.run_coroutine_threadsafe(
-                        connection.send(piece), connection.loop
-                    )
+                    future = asyncio.run_coroutine_threadsafe(sending, connection.loop)
                 except RuntimeError:  # the loop is closed: the server has stopped
+                    sending.close()  # never scheduled: not a "coroutine never awaited" warning
                     raise ConnectionResetError("the server is shutting down") from None
                 try:
                     future.result(timeout=limits.write_timeout + _STOP_SECONDS)
