@@ -227,7 +227,17 @@ def test_a_wrong_password_is_named_with_its_secret_and_fixing_it_is_enough(
         timeout=120,
         resource=PLATFORM_OPERATORS,
     )
-    private.never_shown(refused, obj)
+    env.publisher.add(
+        "etcd", Version("3.5.1", config_map("etcd", ns, version="3.5.1"), replaces="3.5.0")
+    )
+    env.publish()
+    upgraded = env.wait(
+        name,
+        lambda o: env.config_map_data("etcd") == {"version": "3.5.1"},
+        what="etcd upgraded to 3.5.1 from the private registry",
+        resource=PLATFORM_OPERATORS,
+    )
+    private.never_shown(refused, obj, upgraded)
 
 
 def test_the_installing_service_accounts_image_pull_secrets_are_offered(
