@@ -23,7 +23,7 @@ from pivoter.apis import rukpak
 from pivoter.apis.conditions import FALSE, TRUE, UNKNOWN, set_condition
 from pivoter.apis.resources import BUNDLES, CONFIG_MAPS, SECRETS
 from pivoter.controllers.sourcespec import source_spec
-from pivoter.kube import Kube, NotFound
+from pivoter.kube import EventRecorder, Kube, NotFound
 from pivoter.registries import RegistryAccessProvider
 from pivoter.registries.names import bundle_pull_secrets
 from pivoter.registries.secrets import UnusablePullSecret
@@ -74,6 +74,8 @@ class BundleReconciler:
     registries: RegistryAccessProvider | None = None
     """The pull secrets and mirrors of image sources (None: the Bundle's own pull secret only,
     read from the system namespace)."""
+    recorder: EventRecorder | None = None
+    """Events about Bundles (a pull a mirror served); None: none."""
     live_bundles: Callable[[], Iterable[Mapping[str, Any]]] | None = None
     """The Bundles as the daemon's informer caches them, where the garbage collection reads
     which digests are live (None: listed from the API server). It runs at every deleted Bundle,
@@ -207,6 +209,13 @@ class BundleReconciler:
         if self.content_url_base:
             new_status["contentURL"] = f"{self.content_url_base.rstrip('/')}/bundles/{name}.tgz"
         self._write_status(name, new_status)
+        if unpacked.fetched.served_by and self.recorder is not None:
+            self.recorder.normal(
+                bundle,
+                "PulledFromMirror",
+                "Unpack",
+                f"the image was pulled from mirror {unpacked.fetched.served_by}",
+            )
         log.info(
             "bundle %s: unpacked %s as %s", name, unpacked.fetched.revision, unpacked.stored.key
         )

@@ -47,6 +47,7 @@ def setup(
         system_namespace=namespace,
         content_url_base=content_url_base,
         registries=registries,
+        recorder=recorder,
     )
     deployments = BundleDeploymentReconciler(
         manager.kube,

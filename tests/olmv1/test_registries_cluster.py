@@ -54,6 +54,7 @@ from pivoter.catalogs import CONFIGS_LABEL, SourceSettings
 from pivoter.daemon.product import Product, build
 from pivoter.daemon.settings import Settings
 from pivoter.kube import Kube, NotFound, load_client
+from pivoter.kube.events import EVENTS
 from pivoter.registries.names import ANNOTATION_PULL_SECRET
 from pivoter.runtime import Manager
 from provisioners.apply.applier import Applier, Owner
@@ -716,6 +717,16 @@ def test_disconnected_as_oc_mirror_v2_leaves_it_installs_and_upgrades_from_the_m
     olm.rolled_out()
     message = _unpacked(olm, mirrored.images[f"{package}.1.0.0"])
     assert message.endswith(f" from mirror {mirrored.at_mirror(f'{package}.1.0.0')}"), message
+    # ... and an Event on the Bundle says so too (for kubectl get events).
+    mirror_ref = mirrored.at_mirror(f"{package}.1.0.0")
+    wait_for(
+        lambda: any(
+            e.get("reason") == "PulledFromMirror" and mirror_ref in str(e.get("note"))
+            for e in olm.kube.list(EVENTS, "default")[0]
+        ),
+        timeout=30,
+        what="the PulledFromMirror Event",
+    )
 
     # oc-mirror run again with a newer bundle: a new catalog tag at the mirror.
     newer = mirrored.push_catalog(
