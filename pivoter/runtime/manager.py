@@ -190,9 +190,20 @@ class Manager:
             return "leadership was lost; the process is shutting down"
         return f"cannot read or renew lease {self.elector.lock.describe()}"
 
+    def election_started(self) -> str | None:
+        """Readiness check: None unless leader election is on and has not started yet (a
+        replica is ready once it leads or stands by, never before it knows which)."""
+        if self.leader_election is not None and self.elector is None:
+            return "leader election has not started yet"
+        return None
+
     def ready(self) -> bool:
         """Whether ``/readyz`` would pass."""
-        return self.caches_synced() is None and self.leader_election_healthy() is None
+        return (
+            self.caches_synced() is None
+            and self.election_started() is None
+            and self.leader_election_healthy() is None
+        )
 
     # ------------------------------------------------------------------ running
 
@@ -241,6 +252,7 @@ class Manager:
                     healthz={"ping": lambda: None, "leader-election": self.leader_election_healthy},
                     readyz={
                         "informers-synced": self.caches_synced,
+                        "leader-election-started": self.election_started,
                         "leader-election": self.leader_election_healthy,
                     },
                 )
