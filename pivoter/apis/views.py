@@ -24,6 +24,7 @@ metadata and the pin, which is the point of reading them here. pivoter's
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ __all__ = [
     "ANNOTATION_HISTORY_LIMIT",
     "ANNOTATION_PINNED_REVISION",
     "ANNOTATION_RETRY",
+    "ANNOTATION_TAKEOVER",
     "APPROVALS",
     "CONFIG_TYPE_INLINE",
     "DELETION_POLICIES",
@@ -57,6 +59,7 @@ __all__ = [
     "FieldError",
     "InputMeta",
     "InputView",
+    "InstalledBundle",
     "LabelSelector",
     "PlatformOperatorView",
     "RequestedPackage",
@@ -85,6 +88,11 @@ ANNOTATION_AUTO_ROLLBACK = "pivoter.io/auto-rollback"
 """``"true"``: a failed pivot reverts every bundle of the group to the last good revision."""
 ANNOTATION_HISTORY_LIMIT = "pivoter.io/history-limit"
 """How many ResolveSet revisions to keep (default 10, at least 1)."""
+ANNOTATION_TAKEOVER = "pivoter.io/takeover"
+"""On a Resolution: the bundle another manager installed and runs now, as JSON
+``{"package": ..., "bundle": ..., "version": ...}`` (``pivoter adopt`` writes it). A
+ClusterExtension needs no annotation: operator-controller records it in
+``status.install.bundle``. See :class:`InstalledBundle`."""
 ANNOTATION_ADOPT_EXISTING = "pivoter.io/adopt-existing"
 """``"true"``: the children take over objects already on the cluster that another owner applied
 (the migration from operator-controller, whose Helm release owns them)."""
@@ -111,6 +119,46 @@ _SELECTION_HASH = re.compile("sha256:[0-9a-f]{64}")
 
 
 # ----------------------------------------------------------------------------- shared parts
+
+
+@dataclass(frozen=True, slots=True)
+class InstalledBundle:
+    """The bundle another manager (OLM v0's CSV, operator-controller) installed and recorded:
+    what runs now. The first revision of an input that takes it over keeps exactly this bundle
+    (no approval, nothing moves); only the next one follows the catalog's upgrade edges from
+    it."""
+
+    package: str
+    name: str
+    version: str
+
+    @classmethod
+    def from_annotation(cls, annotations: Annotations) -> InstalledBundle | None:
+        """:data:`ANNOTATION_TAKEOVER` (None when unset)."""
+        text = annotations.text(ANNOTATION_TAKEOVER)
+        if not text:
+            return None
+        where = annotations.where(ANNOTATION_TAKEOVER)
+        try:
+            value = json.loads(text)
+        except ValueError:
+            value = None
+        if not isinstance(value, dict) or not all(
+            isinstance(value.get(k), str) and value.get(k) for k in ("package", "bundle", "version")
+        ):
+            raise FieldError(
+                where,
+                'expected JSON {"package": ..., "bundle": ..., "version": ...}, got '
+                + describe(text),
+            )
+        return cls(str(value["package"]), str(value["bundle"]), str(value["version"]))
+
+    def annotation(self) -> str:
+        """The :data:`ANNOTATION_TAKEOVER` text for this bundle."""
+        return json.dumps(
+            {"package": self.package, "bundle": self.name, "version": self.version},
+            sort_keys=True,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,6 +319,8 @@ class ResolutionView:
     progress_deadline_seconds: int = api.DEFAULT_PROGRESS_DEADLINE_SECONDS
     history_limit: int = api.DEFAULT_HISTORY_LIMIT
     deletion_policy: DeletionPolicy = "Delete"
+    takeover: InstalledBundle | None = None
+    """:data:`ANNOTATION_TAKEOVER`: what another manager runs now (an adoption)."""
 
     @classmethod
     def parse(cls, obj: Mapping[str, object]) -> ResolutionView:
@@ -307,6 +357,7 @@ class ResolutionView:
             or api.DEFAULT_PROGRESS_DEADLINE_SECONDS,
             history_limit=spec.integer("historyLimit", minimum=1) or api.DEFAULT_HISTORY_LIMIT,
             deletion_policy=spec.choice("deletionPolicy", DELETION_POLICIES, "Delete"),
+            takeover=InstalledBundle.from_annotation(annotations),
         )
 
 
@@ -390,6 +441,10 @@ class ClusterExtensionView:
     adopt_existing: bool = False
     pinned: int | None = None
     """The :data:`ANNOTATION_PINNED_REVISION` annotation."""
+    installed: InstalledBundle | None = None
+    """``status.install.bundle``: what was installed for it, by operator-controller before a
+    takeover or by pivoter after (the engine uses it only while pivoter has installed
+    nothing for the extension)."""
 
     @classmethod
     def parse(cls, obj: Mapping[str, object]) -> ClusterExtensionView:
@@ -439,7 +494,22 @@ class ClusterExtensionView:
             or api.DEFAULT_HISTORY_LIMIT,
             adopt_existing=annotations.flag(ANNOTATION_ADOPT_EXISTING),
             pinned=_pinned_revision(annotations),
+            installed=_installed_bundle(root, source.required_child("catalog")),
         )
+
+
+def _installed_bundle(root: Fields, catalog: Fields) -> InstalledBundle | None:
+    """``status.install.bundle`` of a ClusterExtension (None when nothing was installed)."""
+    status = root.child("status")
+    install = status.child("install") if status is not None else None
+    bundle = install.child("bundle") if install is not None else None
+    if bundle is None:
+        return None
+    return InstalledBundle(
+        package=catalog.required_string("packageName"),
+        name=bundle.required_string("name"),
+        version=bundle.required_string("version"),
+    )
 
 
 # ----------------------------------------------------------------------------- any input

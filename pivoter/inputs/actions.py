@@ -191,8 +191,13 @@ def blocked(engine: EnginePort, p: Pass, number: int, target: ResolveSet, s: Sit
 def paused(
     engine: EnginePort, p: Pass, number: int, target: ResolveSet, plan: dict[str, Any]
 ) -> None:
-    """``spec.paused``: revision ``number`` waits; its plan is published."""
+    """``spec.paused``: revision ``number`` waits; its plan is published with the objects it
+    changes, prepared as for an approval (pulled, unpacked, rendered, dry-run): what an
+    adoption checks before the previous manager lets go (pivoter.olmv0.handover)."""
     out = p.out
+    plan["objects"] = engine.plan_objects(
+        p.obj, p.spec, p.children, target=target, number=number, out=out
+    )
     out.pending_plan = plan
     out.progressing = Progress(
         ProgressState.PAUSED,

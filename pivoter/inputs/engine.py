@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pivoter.catalogs import CatalogCache
-from pivoter.inputs import actions, held
+from pivoter.inputs import actions, held, takeover
 from pivoter.inputs import catalogs as catalog_selection
 from pivoter.inputs.actions import Pass
 from pivoter.inputs.decide import (
@@ -223,7 +223,10 @@ class InputEngine:
             now=self.clock(),
             dependency_conflict=peers.conflict([e.package for e in target.entries]),
             paused=spec.paused,
-            manual=spec.approval == "Manual" and spec.pinned is None,
+            manual=spec.approval == "Manual"
+            and spec.pinned is None
+            # The first revision of a takeover records what runs: nothing to approve.
+            and not takeover.is_takeover(spec.takeover, record.active, target),
             approved=spec.approves(number, target.selection_hash),
         )
 
@@ -456,6 +459,8 @@ class InputEngine:
         # selection (and is pruned) unless another selected bundle still requires it.
         dropped = set(p.record.requested) - set(spec.packages)
         installed = [i for i in installed if i.package not in dropped]
+        # A takeover's first revision is what the previous manager runs (pivoter.inputs.takeover).
+        requests, installed = takeover.first_resolution(spec.takeover, spec.requests, installed)
         began = time.monotonic()
         # What the input requests or installs itself is never held by another: a duplicate
         # there is a conflict (step 1 and the dependency check), not a shared dependency.
@@ -471,7 +476,7 @@ class InputEngine:
             reads.bundles.update((h.package, h.name) for h in holdings)
             selection = resolve(
                 sources,
-                spec.requests,
+                requests,
                 installed,
                 held=holdings,
                 profile=spec.profile,

@@ -18,6 +18,7 @@ from pivoter.apis.views import (
     ANNOTATION_APPROVED_REVISION,
     ANNOTATION_PINNED_REVISION,
     ANNOTATION_RETRY,
+    InstalledBundle,
     ResolutionView,
 )
 from pivoter.pivot import ChildSettings
@@ -66,6 +67,12 @@ class InputSpec:
     fallback_to_active: bool = False
     """When every catalog it resolves from was deleted, keep the active revision as the target
     (OLM v1's rule for ClusterExtensions) instead of reporting it unresolved."""
+    takeover: InstalledBundle | None = None
+    """What another manager installed and runs now (OLM v1's ``status.install.bundle``, the
+    CSV an OLM v0 adoption takes over). While the input has installed nothing itself, its
+    first revision is exactly this bundle, taken as installed: it needs no approval and moves
+    nothing; the next revision follows the upgrade edges from it (docs/pivot.md,
+    "Takeovers")."""
 
     @property
     def packages(self) -> list[str]:
@@ -115,4 +122,5 @@ def from_resolution(obj: Mapping[str, object]) -> InputSpec:
         retry_token=view.meta.retry,
         generation=view.meta.generation,
         child_settings=settings if settings != ChildSettings() else None,
+        takeover=view.takeover,
     )

@@ -152,4 +152,7 @@ def extension_spec(
             preflight=preflight,
             adopt_existing=view.adopt_existing,
         ),
+        # What operator-controller installed: a takeover keeps it first (the engine ignores it
+        # once pivoter has installed anything for the extension).
+        takeover=view.installed,
     )

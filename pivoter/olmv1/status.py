@@ -29,7 +29,7 @@ from typing import Any
 
 from pivoter.apis import olmv1
 from pivoter.apis.conditions import FALSE, TRUE, Condition, set_condition, set_conditions
-from pivoter.apis.views import ClusterExtensionView
+from pivoter.apis.views import ClusterExtensionView, InstalledBundle
 from pivoter.catalogs import CatalogCache
 from pivoter.inputs import Outcome
 from pivoter.inputs.facts import ProgressState, ResolutionState
@@ -73,8 +73,12 @@ FAILED_PIVOT_REASONS: Mapping[FailureCause | None, tuple[str, str]] = {
 none recorded) is Retrying, as operator-controller retries a failed install."""
 
 
-def installed_condition(package: str, out: Outcome) -> tuple[Condition, dict[str, Any] | None]:
-    """``Installed`` and ``status.install`` for the extension's own ``package``."""
+def installed_condition(
+    package: str, out: Outcome, recorded: InstalledBundle | None = None
+) -> tuple[Condition, dict[str, Any] | None]:
+    """``Installed`` and ``status.install`` for the extension's own ``package``; ``recorded``:
+    the ``status.install.bundle`` the object carries, kept while pivoter has installed nothing
+    for it (what operator-controller installed before a takeover is still installed)."""
     record = out.record
     entry = _entry(out.active_document, package) if record.active is not None else None
     missing = next(
@@ -86,6 +90,13 @@ def installed_condition(package: str, out: Outcome) -> tuple[Condition, dict[str
         return _installed(TRUE, olmv1.REASON_SUCCEEDED, message), bundle
     if missing is not None:
         return _installed(FALSE, olmv1.REASON_FAILED, missing.message), None
+    if record.active is None and recorded is not None and recorded.package == package:
+        bundle = {"bundle": {"name": recorded.name, "version": recorded.version}}
+        message = (
+            f"Installed bundle {recorded.name} (version {recorded.version}) as recorded before "
+            "pivoter took over; it is the first revision pivoter installs"
+        )
+        return _installed(TRUE, olmv1.REASON_SUCCEEDED, message), bundle
     if record.pivoting:
         return _installed(FALSE, olmv1.REASON_ABSENT, MESSAGE_NO_BUNDLE), None
     return _installed(FALSE, olmv1.REASON_FAILED, MESSAGE_NO_BUNDLE), None
@@ -166,7 +177,9 @@ def extension_status(
     package = package_of(obj)
     previous = obj.get("status") or {}
     conditions: list[dict[str, Any]] = [dict(c) for c in previous.get("conditions") or []]
-    installed, install = installed_condition(package, out)
+    installed, install = installed_condition(
+        package, out, ClusterExtensionView.parse(obj).installed
+    )
     set_conditions(conditions, [installed, progressing_condition(obj, out)], generation=generation)
     for type_, value, reason, message in _deprecations(obj, out, package, install, deprecation_of):
         set_condition(conditions, type_, value, reason, message, generation=generation)

@@ -91,14 +91,17 @@ def test_a_pivot_starts_and_claims_its_target() -> None:
     )
 
 
-def test_paused_publishes_the_plan_and_waits() -> None:
+def test_paused_publishes_the_plan_with_its_objects_and_waits() -> None:
+    """A paused input's plan is prepared like an approval's (what an adoption checks before the
+    previous manager lets go)."""
     engine = FakeEngine()
     p, persisted = _pass(Record(active=1), paused=True)
     assert _act(Action.PAUSED, p, engine) is False
     assert p.out.progressing.state is ProgressState.PAUSED
     assert p.out.pending_plan is not None
     assert p.out.pending_plan["revision"] == 2
-    assert "objects" not in p.out.pending_plan
+    assert p.out.pending_plan["objects"] == {"counts": {"added": 1, "removed": 0, "kept": 2}}
+    assert engine.planned == [2]
     assert p.out.up_to_date is not None
     assert p.out.up_to_date.reason == "Paused"
     assert persisted == []
