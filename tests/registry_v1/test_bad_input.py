@@ -173,7 +173,9 @@ def test_unsupported_kind_is_named(tmp_path: Path) -> None:
     assert err.value.where == "manifests/job.yaml#1"
 
 
-def test_owned_apiservices_are_refused(tmp_path: Path) -> None:
+def test_an_apiservice_definition_without_its_deployment_names_the_field(tmp_path: Path) -> None:
+    """APIServices are installed (tests/registry_v1/test_apiservices.py); one that names no
+    deployment to serve it is refused with the field named."""
     root = copy_bundle("kube-green", tmp_path)
     edit_csv(
         root,
@@ -183,7 +185,7 @@ def test_owned_apiservices_are_refused(tmp_path: Path) -> None:
             }
         ),
     )
-    with pytest.raises(UnsupportedBundleError, match="APIService definitions are not supported"):
+    with pytest.raises(InvalidBundleError, match=r"apiservicedefinitions\.owned\[0\]\.name"):
         FORMAT.convert(root)
 
 

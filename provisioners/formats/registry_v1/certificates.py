@@ -1,10 +1,11 @@
-"""Serving certificates for operator webhooks: issue, read back, and decide when to rotate.
+"""Serving certificates for operator webhooks and aggregated API servers (owned APIServices):
+issue, read back, and decide when to rotate.
 
-Each webhook-serving Deployment gets its own self-signed CA and a serving certificate for its
-Service, kept in a ``kubernetes.io/tls`` Secret (``tls.crt``, ``tls.key``, ``ca.crt``, the CA
-bundle the API server must trust, and ``olmCAKey``, the issuing CA, as OLM v0 keeps it).
-Conversion must not churn: given the Secret already in the cluster, :func:`plan_certificate`
-keeps it while it is valid for the Service and further than
+Each Deployment serving webhooks or APIServices gets its own self-signed CA and a serving
+certificate for its Service, kept in a ``kubernetes.io/tls`` Secret (``tls.crt``, ``tls.key``,
+``ca.crt``, the CA bundle the API server must trust, and ``olmCAKey``, the issuing CA, as OLM v0
+keeps it). Conversion must not churn: given the Secret already in the cluster,
+:func:`plan_certificate` keeps it while it is valid for the Service and further than
 ``renewBefore`` from expiry, and otherwise issues a new CA and certificate. On rotation the
 previous CA stays in the bundle while it is still valid, so the API server trusts both the old
 certificate (still served until the kubelet refreshes the mounted Secret) and the new one. Keys

@@ -31,6 +31,7 @@ CONVERSION = "ConversionWebhook"
 WEBHOOK_TYPES = (VALIDATING, MUTATING, CONVERSION)
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _FAILURE_POLICIES = ("Fail", "Ignore")
 _SIDE_EFFECTS = ("None", "NoneOnDryRun", "Some", "Unknown")
 _MATCH_POLICIES = ("Exact", "Equivalent")
@@ -88,6 +89,31 @@ class WebhookDefinition:
 
 
 @dataclass(frozen=True)
+class APIServiceDefinition:
+    """One entry of ``spec.apiservicedefinitions.owned``: an API group version the operator
+    serves itself, behind an APIService."""
+
+    index: int
+    group: str
+    version: str
+    name: str
+    """The resource's plural name (``flunders``)."""
+    kind: str
+    deployment_name: str
+    container_port: int
+
+    @property
+    def field(self) -> str:
+        """The field path of this definition in the CSV."""
+        return f"spec.apiservicedefinitions.owned[{self.index}]"
+
+    @property
+    def apiservice_name(self) -> str:
+        """The APIService's name, ``<version>.<group>`` (the API server requires it)."""
+        return f"{self.version}.{self.group}"
+
+
+@dataclass(frozen=True)
 class ClusterServiceVersion:
     """What conversion needs from a CSV; ``raw`` keeps the document for reference."""
 
@@ -100,7 +126,7 @@ class ClusterServiceVersion:
     cluster_permissions: list[PermissionSet]
     webhooks: list[WebhookDefinition]
     owned_crds: list[str]
-    owned_apiservices: list[dict[str, Any]]
+    owned_apiservices: list[APIServiceDefinition]
     raw: dict[str, Any] = field(repr=False)
 
     @property
@@ -147,18 +173,7 @@ def parse_csv(document: dict[str, Any], source: str) -> ClusterServiceVersion:
         cluster_permissions=_permissions(strategy_spec, "clusterPermissions", fail),
         webhooks=_webhooks(spec, fail),
         owned_crds=_owned_crds(spec, fail),
-        owned_apiservices=[
-            fields.mapping(item, f"spec.apiservicedefinitions.owned[{index}]", fail)
-            for index, item in enumerate(
-                fields.sequence(
-                    fields.mapping(
-                        spec.get("apiservicedefinitions"), "spec.apiservicedefinitions", fail
-                    ).get("owned"),
-                    "spec.apiservicedefinitions.owned",
-                    fail,
-                )
-            )
-        ],
+        owned_apiservices=_owned_apiservices(spec, fail),
         raw=document,
     )
 
@@ -260,6 +275,57 @@ def _owned_crds(spec: dict[str, Any], fail: fields.Fail) -> list[str]:
         )
         for index, item in enumerate(owned)
     ]
+
+
+def _owned_apiservices(spec: dict[str, Any], fail: fields.Fail) -> list[APIServiceDefinition]:
+    base = "spec.apiservicedefinitions.owned"
+    owned = fields.sequence(
+        fields.mapping(spec.get("apiservicedefinitions"), "spec.apiservicedefinitions", fail).get(
+            "owned"
+        ),
+        base,
+        fail,
+    )
+    result: list[APIServiceDefinition] = []
+    seen: dict[str, int] = {}
+    for index, item in enumerate(owned):
+        path = f"{base}[{index}]"
+        entry = fields.mapping(item, path, fail)
+        group = fields.string(entry.get("group"), f"{path}.group", fail)
+        if not _DNS_SUBDOMAIN.match(group) or len(group) > 253 or "." not in group:
+            fail(
+                f"{path}.group",
+                f"{group!r} is not a fully qualified API group (a DNS subdomain such as "
+                "metrics.example.com)",
+            )
+        version = fields.string(entry.get("version"), f"{path}.version", fail)
+        if not _DNS_LABEL.match(version) or len(version) > 63:
+            fail(f"{path}.version", f"{version!r} is not a valid API version (e.g. v1alpha1)")
+        name = fields.string(entry.get("name"), f"{path}.name", fail)
+        kind = fields.string(entry.get("kind"), f"{path}.kind", fail)
+        deployment = fields.string(entry.get("deploymentName"), f"{path}.deploymentName", fail)
+        port = fields.port(entry.get("containerPort"), f"{path}.containerPort", fail, 443)
+        definition = APIServiceDefinition(
+            index=index,
+            group=group,
+            version=version,
+            name=name,
+            kind=kind,
+            deployment_name=deployment,
+            container_port=port,
+        )
+        # Several resources (kinds) of one group version are served by one APIService.
+        first = seen.setdefault(definition.apiservice_name, index)
+        other = result[first] if first != index else definition
+        if (other.deployment_name, other.container_port) != (deployment, port):
+            fail(
+                f"{path}.deploymentName",
+                f"{definition.apiservice_name} is also served by {base}[{first}] through "
+                f"deployment {other.deployment_name!r} port {other.container_port}; "
+                "one APIService has one backend",
+            )
+        result.append(definition)
+    return result
 
 
 def _webhooks(spec: dict[str, Any], fail: fields.Fail) -> list[WebhookDefinition]:

@@ -2,10 +2,11 @@
 
 :class:`RegistryV1` reads the bundle (:mod:`.bundle`), parses ``spec.config`` (:mod:`.config`),
 picks the install mode (:mod:`.installmode`) and assembles the objects: CRDs, ServiceAccounts and
-RBAC (:mod:`.rbac`), the bundle's other manifests (:mod:`.manifests`), webhook Services,
-certificates and configurations (:mod:`.webhooks`) and the operator Deployments
-(:mod:`.deployments`). APIService definitions are refused. The cluster side calls
-:meth:`RegistryV1.convert_bundle` with a lookup of existing Secrets so that valid webhook
+RBAC (:mod:`.rbac`), the bundle's other manifests (:mod:`.manifests`), the Service and
+certificate of each Deployment serving webhooks or APIServices, and webhook configurations
+(:mod:`.webhooks`), APIServices and their servers' delegated authentication (:mod:`.apiservices`)
+and the operator Deployments (:mod:`.deployments`). The cluster side calls
+:meth:`RegistryV1.convert_bundle` with a lookup of existing Secrets so that valid serving
 certificates are kept; :meth:`RegistryV1.convert` is the plain :class:`BundleFormat` entry point.
 """
 
@@ -21,6 +22,7 @@ from typing import Any
 
 from provisioners.formats.base import ConvertedBundle
 from provisioners.formats.manifests import ManifestLimits
+from provisioners.formats.registry_v1.apiservices import apiservice_objects, apiservice_ports
 from provisioners.formats.registry_v1.bundle import MEDIA_TYPE, RegistryBundle, read_bundle
 from provisioners.formats.registry_v1.certificates import CertificatePlan
 from provisioners.formats.registry_v1.config import parse_config
@@ -29,7 +31,13 @@ from provisioners.formats.registry_v1.errors import InvalidBundleError, Unsuppor
 from provisioners.formats.registry_v1.installmode import InstallTarget, resolve_install
 from provisioners.formats.registry_v1.manifests import optional_kinds, other_objects
 from provisioners.formats.registry_v1.rbac import rbac_objects, service_accounts
-from provisioners.formats.registry_v1.webhooks import SecretLookup, webhook_objects
+from provisioners.formats.registry_v1.webhooks import (
+    SecretLookup,
+    ServedPort,
+    serving_endpoints,
+    webhook_objects,
+    webhook_ports,
+)
 
 
 @dataclass(frozen=True)
@@ -40,7 +48,8 @@ class Conversion:
     install: InstallTarget
     objects: list[dict[str, Any]]
     certificates: dict[str, CertificatePlan]
-    """Per webhook-serving Deployment: the certificate used and whether it was (re)issued."""
+    """Per Deployment serving webhooks or APIServices: the certificate used and whether it was
+    (re)issued."""
     optional_kinds: list[str]
     warnings: list[str]
 
@@ -111,26 +120,29 @@ class RegistryV1:
         options = parse_config(config)
         bundle = read_bundle(root, self.limits)
         csv = bundle.csv
-        if csv.owned_apiservices:
-            raise UnsupportedBundleError(
-                csv.where,
-                "spec.apiservicedefinitions.owned",
-                "APIService definitions are not supported: an aggregated API server takes over "
-                "a whole API group with the API server's delegated authentication, which pivoter "
-                "does not grant to bundles; install this operator with OLM",
-            )
         install = resolve_install(csv, bundle.package, options)
         crds = {m.name: _without_server_fields(copy.deepcopy(m.object)) for m in bundle.crds}
         deployments = deployment_objects(csv, install, options.deployment)
-        webhooks = webhook_objects(
+        # One Service and one certificate per serving Deployment, for its webhooks and
+        # APIServices together (as OLM v0 does).
+        ports: dict[str, list[ServedPort]] = {}
+        for found in (
+            webhook_ports(csv, install, deployments, crds),
+            apiservice_ports(csv, deployments),
+        ):
+            for deployment_name, served in found.items():
+                ports.setdefault(deployment_name, []).extend(served)
+        serving = serving_endpoints(
             csv,
             install,
             deployments,
-            crds,
+            ports,
             lookup=lookup or self.secret_lookup,
             now=now or (self.clock() if self.clock else None),
             policy=options.certificates,
         )
+        webhooks = webhook_objects(csv, install, crds, serving.endpoints)
+        apiservices = apiservice_objects(csv, install, serving.endpoints)
         others = [_without_server_fields(o) for o in other_objects(bundle.others, install)]
         shipped_accounts = {o["metadata"]["name"] for o in others if o["kind"] == "ServiceAccount"}
         objects = [
@@ -138,7 +150,9 @@ class RegistryV1:
             *service_accounts(csv, install, shipped_accounts),
             *rbac_objects(csv, install),
             *others,
-            *webhooks.objects,
+            *serving.objects,
+            *webhooks,
+            *apiservices,
             *deployments.values(),
         ]
         _rename(objects, options.object_names)
@@ -148,7 +162,7 @@ class RegistryV1:
             install=install,
             # Objects share rule lists and CSV fragments; callers get independent copies.
             objects=copy.deepcopy(objects),
-            certificates=webhooks.certificates,
+            certificates=serving.certificates,
             optional_kinds=optional_kinds(others),
             warnings=list(bundle.warnings),
         )

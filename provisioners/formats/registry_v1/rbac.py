@@ -6,6 +6,14 @@ ClusterRole and ClusterRoleBinding (plus read access to namespaces); cluster rul
 ClusterRole and ClusterRoleBinding. Entries naming the same service account are merged. Names are
 ``<csv>-<serviceaccount>`` (``-cluster`` for cluster rules), bounded to 63 characters. Called by
 :mod:`~provisioners.formats.registry_v1.convert`.
+
+A Deployment serving an APIService is an aggregated API server: it checks the callers the API
+server forwards with the API server's delegated authentication, so its service account gets what
+OLM v0 gives it (:func:`auth_delegation_objects`), under OLM v0's names so that an adoption takes
+them over: a ClusterRoleBinding ``<service>-system:auth-delegator`` to ``system:auth-delegator``
+and a RoleBinding ``kube-system/<service>-auth-reader`` to
+``extension-apiserver-authentication-reader``. Called by
+:mod:`~provisioners.formats.registry_v1.apiservices`.
 """
 
 from __future__ import annotations
@@ -20,6 +28,13 @@ from provisioners.formats.registry_v1.installmode import InstallTarget
 from provisioners.formats.registry_v1.names import bounded_name
 
 RBAC_API_VERSION = "rbac.authorization.k8s.io/v1"
+AUTH_DELEGATOR_ROLE = "system:auth-delegator"
+"""The ClusterRole that lets an aggregated API server create TokenReviews and
+SubjectAccessReviews (the API server's delegated authentication and authorization)."""
+AUTH_READER_ROLE = "extension-apiserver-authentication-reader"
+"""The Role in ``kube-system`` that lets it read the ``extension-apiserver-authentication``
+ConfigMap (the client CA and the request-header settings of the API server)."""
+KUBE_SYSTEM = "kube-system"
 NAMESPACE_READER_RULE: dict[str, Any] = {
     "apiGroups": [""],
     "resources": ["namespaces"],
@@ -134,3 +149,47 @@ def _pair(
         ],
     }
     return [role, binding]
+
+
+def auth_delegator_binding_name(service: str) -> str:
+    """OLM v0's name for the ClusterRoleBinding of ``service``'s server to
+    ``system:auth-delegator``."""
+    return f"{service}-{AUTH_DELEGATOR_ROLE}"
+
+
+def auth_reader_binding_name(service: str) -> str:
+    """OLM v0's name for the RoleBinding (in ``kube-system``) of ``service``'s server to
+    ``extension-apiserver-authentication-reader``."""
+    return f"{service}-auth-reader"
+
+
+def auth_delegation_objects(
+    service: str, account: str, install: InstallTarget
+) -> list[dict[str, Any]]:
+    """The bindings that let ``account``, serving APIServices behind ``service``, authenticate
+    and authorize the requests the API server forwards to it."""
+    subjects = [{"kind": "ServiceAccount", "name": account, "namespace": install.install_namespace}]
+    return [
+        {
+            "apiVersion": RBAC_API_VERSION,
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": auth_delegator_binding_name(service)},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": AUTH_DELEGATOR_ROLE,
+            },
+            "subjects": subjects,
+        },
+        {
+            "apiVersion": RBAC_API_VERSION,
+            "kind": "RoleBinding",
+            "metadata": {"name": auth_reader_binding_name(service), "namespace": KUBE_SYSTEM},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "Role",
+                "name": AUTH_READER_ROLE,
+            },
+            "subjects": [dict(s) for s in subjects],
+        },
+    ]

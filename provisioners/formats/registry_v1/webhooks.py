@@ -1,14 +1,17 @@
-"""Webhooks of a CSV (``spec.webhookdefinitions``): Service, serving certificate, configurations.
+"""Serving endpoints and webhooks of a CSV: Service, serving certificate, configurations.
 
-rukpak refuses these; pivoter installs them as OLM does. For every Deployment that serves
-webhooks: a Service named ``<deployment>-service`` selecting its pods (``containerPort`` ->
-``targetPort``), a TLS Secret ``<deployment>-service-cert`` (see
+A Deployment that serves webhooks (``spec.webhookdefinitions``) or APIServices
+(``spec.apiservicedefinitions.owned``, :mod:`~provisioners.formats.registry_v1.apiservices`) is
+a serving endpoint, and gets, as OLM v0 gives it, one Service and one certificate for all it
+serves: a Service named ``<deployment>-service`` selecting its pods (one port per
+``containerPort``, to its ``targetPort``), a TLS Secret ``<deployment>-service-cert`` (see
 :mod:`~provisioners.formats.registry_v1.certificates` for issuing and rotation) mounted at
 ``/tmp/k8s-webhook-server/serving-certs`` and ``/apiserver.local.config/certificates``, and a pod
-template annotation with the certificate's hash so pods restart when it rotates. Each
+template annotation with the certificate's hash so pods restart when it rotates
+(:func:`serving_endpoints`). rukpak refuses webhooks; pivoter installs them as OLM does: each
 admission webhook becomes a Validating/MutatingWebhookConfiguration with the CA bundle injected
 (limited to the target namespaces unless the operator watches all of them); each conversion
-webhook sets ``spec.conversion`` of the CRDs it names. Called by
+webhook sets ``spec.conversion`` of the CRDs it names (:func:`webhook_objects`). Called by
 :mod:`~provisioners.formats.registry_v1.convert`.
 """
 
@@ -52,58 +55,109 @@ ADMISSION_API_VERSION = "admissionregistration.k8s.io/v1"
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 
+@dataclass(frozen=True)
+class ServedPort:
+    """A port the Service of a serving Deployment exposes, and the CSV field that asks for it."""
+
+    port: int
+    target: int | str
+    definition: str
+    """The field path of the definition asking for it (``spec.webhookdefinitions[0]``)."""
+    target_key: str = "targetPort"
+    """The key of the definition that sets ``target``."""
+
+
+@dataclass(frozen=True)
+class ServingEndpoint:
+    """The Service and certificate of one Deployment that serves webhooks or APIServices."""
+
+    deployment: str
+    service: str
+    namespace: str
+    plan: CertificatePlan
+
+    @property
+    def ca_bundle(self) -> str:
+        """The CA bundle clients of the Service trust, base64 (``caBundle`` fields)."""
+        return base64.b64encode(self.plan.certificate.ca_bundle).decode()
+
+
 @dataclass
-class WebhookResult:
-    """The objects the webhooks add and the certificate decision per Deployment."""
+class ServingResult:
+    """The Services and Secrets of the serving Deployments, and their endpoints by name."""
 
     objects: list[dict[str, Any]] = field(default_factory=list)
-    certificates: dict[str, CertificatePlan] = field(default_factory=dict)
+    endpoints: dict[str, ServingEndpoint] = field(default_factory=dict)
+
+    @property
+    def certificates(self) -> dict[str, CertificatePlan]:
+        """The certificate decision per serving Deployment."""
+        return {name: endpoint.plan for name, endpoint in self.endpoints.items()}
 
 
 def service_name(deployment: str) -> str:
-    """The generated Service of a webhook-serving Deployment."""
+    """The generated Service of a serving Deployment."""
     return bounded_name(deployment, "service", label=True)
 
 
 def secret_name(deployment: str) -> str:
-    """The Secret holding a webhook-serving Deployment's certificate."""
+    """The Secret holding a serving Deployment's certificate."""
     return bounded_name(deployment, "service-cert")
 
 
-def webhook_objects(
+def check_deployment(
+    csv: ClusterServiceVersion, deployments: Mapping[str, Any], name: str, path: str
+) -> None:
+    """Fail unless ``name`` (read at ``path``) is a Deployment of the install strategy."""
+    if name not in deployments:
+        raise InvalidBundleError(
+            csv.where,
+            path,
+            f"names deployment {name!r}, which spec.install.spec.deployments does not define "
+            f"(defined: {', '.join(deployments)})",
+        )
+
+
+def webhook_ports(
+    csv: ClusterServiceVersion,
+    install: InstallTarget,
+    deployments: Mapping[str, Any],
+    crds: Mapping[str, dict[str, Any]],
+) -> dict[str, list[ServedPort]]:
+    """Check the webhook definitions; the ports they need, per serving Deployment."""
+    ports: dict[str, list[ServedPort]] = {}
+    converted: dict[str, int] = {}
+    for webhook in csv.webhooks:
+        check_deployment(
+            csv, deployments, webhook.deployment_name, f"{webhook.field}.deploymentName"
+        )
+        if webhook.type == CONVERSION:
+            _check_conversion(csv, install, webhook, crds, converted)
+        ports.setdefault(webhook.deployment_name, []).append(
+            ServedPort(webhook.container_port, webhook.target_port, webhook.field)
+        )
+    return ports
+
+
+def serving_endpoints(
     csv: ClusterServiceVersion,
     install: InstallTarget,
     deployments: dict[str, dict[str, Any]],
-    crds: dict[str, dict[str, Any]],
+    ports: Mapping[str, list[ServedPort]],
     *,
     lookup: SecretLookup | None,
     now: datetime | None,
     policy: CertificatePolicy,
-) -> WebhookResult:
-    """Build the webhook objects; mutates ``deployments`` (mounts) and ``crds`` (conversion)."""
-    result = WebhookResult()
-    if not csv.webhooks:
-        return result
-    by_deployment: dict[str, list[WebhookDefinition]] = {}
-    converted: dict[str, int] = {}
-    for webhook in csv.webhooks:
-        if webhook.deployment_name not in deployments:
-            raise InvalidBundleError(
-                csv.where,
-                f"{webhook.field}.deploymentName",
-                f"names deployment {webhook.deployment_name!r}, which "
-                "spec.install.spec.deployments does not define "
-                f"(defined: {', '.join(deployments)})",
-            )
-        if webhook.type == CONVERSION:
-            _check_conversion(csv, install, webhook, crds, converted)
-        by_deployment.setdefault(webhook.deployment_name, []).append(webhook)
-    for deployment_name, webhooks in by_deployment.items():
+) -> ServingResult:
+    """A Service and a certificate Secret for each Deployment of ``ports`` (in its order);
+    mounts the certificate into ``deployments``."""
+    result = ServingResult()
+    namespace = install.install_namespace
+    for deployment_name, served in ports.items():
         deployment = deployments[deployment_name]
-        namespace = install.install_namespace
         service = service_name(deployment_name)
         secret = secret_name(deployment_name)
-        result.objects.append(_service(csv, service, namespace, deployment, webhooks))
+        result.objects.append(_service(csv, service, namespace, deployment, served))
         plan = plan_certificate(
             lookup(namespace, secret) if lookup else None,
             service=service,
@@ -111,39 +165,53 @@ def webhook_objects(
             now=now,
             policy=policy,
         )
-        result.certificates[deployment_name] = plan
+        result.endpoints[deployment_name] = ServingEndpoint(
+            deployment=deployment_name, service=service, namespace=namespace, plan=plan
+        )
         result.objects.append(secret_object(secret, namespace, plan.certificate))
         _mount_certificate(deployment, secret, plan)
-        ca_bundle = base64.b64encode(plan.certificate.ca_bundle).decode()
-        for webhook in webhooks:
-            client = {
-                "service": {
-                    "namespace": namespace,
-                    "name": service,
-                    "path": webhook.path,
-                    "port": webhook.container_port,
-                },
-                "caBundle": ca_bundle,
-            }
-            if webhook.type == CONVERSION:
-                for crd_name in webhook.conversion_crds:
-                    crds[crd_name].setdefault("spec", {})["conversion"] = {
-                        "strategy": "Webhook",
-                        "webhook": {
-                            "clientConfig": client,
-                            "conversionReviewVersions": list(webhook.admission_review_versions),
-                        },
-                    }
-            else:
-                result.objects.append(_configuration(csv, install, webhook, client))
     return result
+
+
+def webhook_objects(
+    csv: ClusterServiceVersion,
+    install: InstallTarget,
+    crds: dict[str, dict[str, Any]],
+    endpoints: Mapping[str, ServingEndpoint],
+) -> list[dict[str, Any]]:
+    """The webhook configurations; sets ``spec.conversion`` of the converted ``crds``.
+    ``endpoints`` come from :func:`serving_endpoints` over :func:`webhook_ports`."""
+    objects: list[dict[str, Any]] = []
+    for webhook in csv.webhooks:
+        endpoint = endpoints[webhook.deployment_name]
+        client = {
+            "service": {
+                "namespace": endpoint.namespace,
+                "name": endpoint.service,
+                "path": webhook.path,
+                "port": webhook.container_port,
+            },
+            "caBundle": endpoint.ca_bundle,
+        }
+        if webhook.type == CONVERSION:
+            for crd_name in webhook.conversion_crds:
+                crds[crd_name].setdefault("spec", {})["conversion"] = {
+                    "strategy": "Webhook",
+                    "webhook": {
+                        "clientConfig": client,
+                        "conversionReviewVersions": list(webhook.admission_review_versions),
+                    },
+                }
+        else:
+            objects.append(_configuration(csv, install, webhook, client))
+    return objects
 
 
 def _check_conversion(
     csv: ClusterServiceVersion,
     install: InstallTarget,
     webhook: WebhookDefinition,
-    crds: dict[str, dict[str, Any]],
+    crds: Mapping[str, dict[str, Any]],
     converted: dict[str, int],
 ) -> None:
     if not install.all_namespaces:
@@ -174,27 +242,28 @@ def _service(
     name: str,
     namespace: str,
     deployment: dict[str, Any],
-    webhooks: list[WebhookDefinition],
+    served: list[ServedPort],
 ) -> dict[str, Any]:
     selector = dict(deployment["spec"].get("selector", {}).get("matchLabels") or {})
     if not selector:
         selector = dict(deployment["spec"]["template"].get("metadata", {}).get("labels") or {})
+    deployment_name = deployment["metadata"]["name"]
     if not selector:
         raise InvalidBundleError(
             csv.where,
-            f"{webhooks[0].field}.deploymentName",
-            f"deployment {deployment['metadata']['name']!r} has no selector.matchLabels or pod "
+            f"{served[0].definition}.deploymentName",
+            f"deployment {deployment_name!r} has no selector.matchLabels or pod "
             "labels, so no Service can select its pods",
         )
     ports: dict[int, int | str] = {}
-    for webhook in webhooks:
-        target = ports.setdefault(webhook.container_port, webhook.target_port)
-        if target != webhook.target_port:
+    for wanted in served:
+        target = ports.setdefault(wanted.port, wanted.target)
+        if target != wanted.target:
             raise InvalidBundleError(
                 csv.where,
-                f"{webhook.field}.targetPort",
-                f"containerPort {webhook.container_port} already maps to targetPort {target} "
-                f"for deployment {webhook.deployment_name!r}; one Service port cannot reach two",
+                f"{wanted.definition}.{wanted.target_key}",
+                f"containerPort {wanted.port} already maps to targetPort {target} "
+                f"for deployment {deployment_name!r}; one Service port cannot reach two",
             )
     return {
         "apiVersion": "v1",
