@@ -10,7 +10,10 @@ pivoter resolves from these too when their CRDs exist, read-only: it never write
 * ``ClusterCatalog`` (``olm.operatorframework.io/v1``, cached as ``ClusterCatalog/<name>``):
   catalogd's HTTP API at ``status.urls.base``. Its content is identified by
   ``status.resolvedSource`` (the image digest catalogd unpacked): it is fetched when that changes,
-  plus a slow safety poll. Priority ``spec.priority``.
+  plus a slow safety poll. Priority ``spec.priority``. catalogd serves HTTPS with a certificate of
+  its own CA: ``pivoter run --catalogd-ca FILE`` (:class:`CatalogdCA`) names that CA; a
+  certificate that does not verify is logged as ``ClusterCatalog/<name>: catalog source <url>:
+  TLS error: ...`` and retried, the last good content kept.
 
 Called through :func:`pivoter.catalogs.setup.setup`, which only registers these reconcilers
 when discovery shows the kinds are served.
@@ -20,10 +23,12 @@ from __future__ import annotations
 
 import json
 import logging
+import ssl
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pivoter.catalogs.cache import CatalogCache
@@ -37,8 +42,10 @@ from pivoter.runtime.cache import split_key
 from pivoter.runtime.controller import Result
 
 __all__ = [
+    "CATALOGD_CA",
     "CLUSTER_CATALOG_SAFETY_POLL",
     "DEFAULT_INTERVAL",
+    "CatalogdCA",
     "ForeignCatalogReconciler",
     "catalog_source_spec",
     "cluster_catalog_spec",
@@ -98,9 +105,65 @@ def catalog_source_spec(obj: Mapping[str, Any]) -> ForeignSpec | None:
     )
 
 
-def cluster_catalog_spec(obj: Mapping[str, Any], *, ca_config_map: str = "") -> ForeignSpec | None:
+CATALOGD_CA = "--catalogd-ca"
+"""The ConfigMap name a ClusterCatalog's source spec gives the CA of ``--catalogd-ca``, which
+:meth:`CatalogdCA.reader` answers: not a valid object name, so no real ConfigMap has it."""
+
+
+class CatalogdCA:
+    """The CA of ``pivoter run --catalogd-ca`` (PEM), which signed catalogd's certificate.
+
+    The ClusterCatalog reader checks catalogd's HTTPS certificate against it through the HTTP
+    source's own ``caConfigMap`` path: :func:`cluster_catalog_spec` names :data:`CATALOGD_CA` and
+    :meth:`reader` answers it with the file. The file is read again at each build of a source
+    (a renewed CA is used once it changes; a file that cannot be read then keeps the last one).
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._pem = self._read()
+
+    def _read(self) -> bytes:
+        """The file's certificates; :class:`ValueError` naming the flag and the file when it
+        cannot be read or holds no PEM certificate."""
+        try:
+            pem = self.path.read_bytes()
+        except OSError as exc:
+            raise ValueError(f"--catalogd-ca {self.path}: {exc.strerror or exc}") from None
+        try:
+            ssl.create_default_context(cadata=pem.decode("ascii"))
+        except (UnicodeDecodeError, ssl.SSLError, ValueError) as exc:
+            raise ValueError(
+                f"--catalogd-ca {self.path}: not a PEM CA certificate ({exc})"
+            ) from None
+        return pem
+
+    def pem(self) -> bytes:
+        """The CA now: the file as it is, or the last good content when it cannot be used."""
+        try:
+            self._pem = self._read()
+        except ValueError as exc:
+            log.warning("%s; keeping the CA read before", exc)
+        return self._pem
+
+    def reader(self, read: ObjectReader) -> ObjectReader:
+        """``read``, answering the ConfigMap :data:`CATALOGD_CA` with this CA (key ``ca.crt``)."""
+
+        def reading(kind: str, name: str) -> Mapping[str, Any] | None:
+            if (kind, name) == ("ConfigMap", CATALOGD_CA):
+                return {"data": {"ca.crt": self.pem().decode("ascii")}}
+            return read(kind, name)
+
+        return reading
+
+
+def cluster_catalog_spec(
+    obj: Mapping[str, Any], *, ca_config_map: str = "", catalogd_ca: bool = False
+) -> ForeignSpec | None:
     """The HTTP source of a catalogd ``ClusterCatalog``, or None until it serves; catalogd's
-    https certificate is checked against ``ca_config_map`` (key ``ca.crt``) when given."""
+    https certificate is checked against ``ca_config_map`` (key ``ca.crt``) when given, else
+    against the CA of ``--catalogd-ca`` (``catalogd_ca``: :class:`CatalogdCA`). A plain http URL
+    needs no CA."""
     status = obj.get("status") or {}
     base = str((status.get("urls") or {}).get("base") or "")
     if not base:
@@ -108,6 +171,8 @@ def cluster_catalog_spec(obj: Mapping[str, Any], *, ca_config_map: str = "") -> 
     http: dict[str, Any] = {"url": base}
     if ca_config_map:
         http["caConfigMap"] = {"name": ca_config_map}
+    elif catalogd_ca and base.startswith("https://"):
+        http["caConfigMap"] = {"name": CATALOGD_CA}
     return ForeignSpec(
         {"type": "http", "http": http},
         int((obj.get("spec") or {}).get("priority") or 0),

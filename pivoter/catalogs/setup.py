@@ -16,6 +16,7 @@ from typing import Any
 from pivoter.apis.resources import CATALOG_SOURCES, CATALOGS, CLUSTER_CATALOGS
 from pivoter.catalogs.cache import CatalogCache
 from pivoter.catalogs.foreign import (
+    CatalogdCA,
     ForeignCatalogReconciler,
     ForeignSpec,
     SpecOf,
@@ -29,11 +30,14 @@ from pivoter.kube import EventRecorder, NotFound, Object, Resource
 from pivoter.registries import RegistryAccessProvider
 from pivoter.runtime.manager import Manager
 
-__all__ = ["CONTROLLER_NAME", "setup"]
+__all__ = ["CLUSTER_CATALOG_READER", "CONTROLLER_NAME", "setup"]
 
 log = logging.getLogger(__name__)
 
 CONTROLLER_NAME = "catalogs"
+CLUSTER_CATALOG_READER = "catalogd-clustercatalogs"
+"""The controller that reads catalogd's ClusterCatalogs (stopped when pivoter starts serving
+them itself, :mod:`pivoter.daemon.product`)."""
 
 
 def setup(
@@ -46,6 +50,7 @@ def setup(
     read_olm: bool = True,
     read_cluster_catalogs: bool = True,
     cluster_catalog_ca_config_map: str = "",
+    catalogd_ca: CatalogdCA | None = None,
     workers: int = 2,
     registries: RegistryAccessProvider | None = None,
 ) -> CatalogCache:
@@ -54,7 +59,8 @@ def setup(
     ``namespace`` is pivoter's own (ConfigMaps and Secrets named by Catalogs live there).
     ``read_olm``: also read ``CatalogSource`` and ``ClusterCatalog`` objects when the API
     server serves those kinds (checked once, here); ``read_cluster_catalogs=False`` leaves
-    ClusterCatalogs out (pivoter serves them itself: :mod:`pivoter.olmv1`). ``registries``:
+    ClusterCatalogs out (pivoter serves them itself: :mod:`pivoter.olmv1`). ``catalogd_ca``:
+    the CA of catalogd's HTTPS certificate (``--catalogd-ca``). ``registries``:
     the global pull secret and the mirrors of catalog images.
     """
     cache = cache if cache is not None else CatalogCache()
@@ -95,6 +101,7 @@ def setup(
             namespace,
             cluster_catalog_ca_config_map,
             cluster_catalogs=read_cluster_catalogs,
+            catalogd_ca=catalogd_ca,
         )
     return cache
 
@@ -115,6 +122,7 @@ def _setup_foreign(
     ca_config_map: str,
     *,
     cluster_catalogs: bool,
+    catalogd_ca: CatalogdCA | None,
 ) -> None:
     def read(kind: str, name: str) -> Mapping[str, Any] | None:
         resource = manager.kube.resource("v1", kind)
@@ -124,19 +132,22 @@ def _setup_foreign(
             return None
 
     def cluster_catalog(obj: Mapping[str, Any]) -> ForeignSpec | None:
-        return cluster_catalog_spec(obj, ca_config_map=ca_config_map)
+        return cluster_catalog_spec(
+            obj, ca_config_map=ca_config_map, catalogd_ca=catalogd_ca is not None
+        )
 
     readers: list[tuple[Resource, SpecOf, str]] = [
         (CATALOG_SOURCES, catalog_source_spec, "olm-catalogsources")
     ]
     if cluster_catalogs:
-        readers.append((CLUSTER_CATALOGS, cluster_catalog, "catalogd-clustercatalogs"))
+        readers.append((CLUSTER_CATALOGS, cluster_catalog, CLUSTER_CATALOG_READER))
     for resource, spec_of, name in readers:
         if not _served(manager, resource):
             log.info("%s is not served by this cluster; not reading %s", resource, resource.kind)
             continue
+        reading = catalogd_ca.reader(read) if catalogd_ca and resource is CLUSTER_CATALOGS else read
         reconciler = ForeignCatalogReconciler(
-            manager.kube, cache, resource, spec_of, settings, read=read
+            manager.kube, cache, resource, spec_of, settings, read=reading
         )
         controller = manager.controller(name, reconciler.reconcile)
         controller.watch(manager.informer_for(resource))

@@ -204,6 +204,14 @@ def add_olmv1_flags(parser: argparse.ArgumentParser) -> None:
         help="base URL clients reach that API at; ClusterCatalogs' status.urls.base is "
         "<URL>/catalogs/<name> (default: http://localhost:<port>)",
     )
+    parser.add_argument(
+        "--catalogd-ca",
+        default=None,
+        type=TextFile("--catalogd-ca"),
+        metavar="FILE",
+        help="PEM CA that signed catalogd's HTTPS certificate, to read the ClusterCatalogs "
+        "catalogd serves when OLM v1's APIs are not served by pivoter (default: system CAs)",
+    )
 
 
 def add_webhook_flags(parser: argparse.ArgumentParser) -> None:
@@ -291,6 +299,7 @@ def settings_from(args: argparse.Namespace) -> RunSettings:
             olmv1=args.olmv1,
             catalogd_address=_address(args.catalogd_bind_address),
             catalogd_url=args.catalogd_url,
+            catalogd_ca=Path(args.catalogd_ca) if args.catalogd_ca else None,
             adopt_olmv0=args.adopt_olmv0,
             webhook=_webhook(args),
             global_pull_secret=args.global_pull_secret,

@@ -5,7 +5,12 @@ controllers on one content store, the catalogs (pivoter's Catalogs, OLM's Catalo
 catalogd's ClusterCatalogs read into one cache), the revision store of ResolveSets, the input
 controllers (Resolutions, PlatformOperators; ClusterCatalogs and ClusterExtensions when OLM v1's
 APIs are served, :mod:`pivoter.olmv1.mode`; the OLM v0 adoption controller when asked), and
-starts the content server, the catalogd API and the admission webhook. ``pivoter run``
+starts the content server, the catalogd API and the admission webhook. ``--olmv1=auto`` that
+reads with both CRDs installed registers OLM v1's controllers idle and decides again while it
+runs (:class:`pivoter.AutoMode`); when it flips to serve, the ClusterCatalog reader
+stops, the controllers start working and the catalogd API starts (the admission webhook's
+ClusterExtension rules wait for a restart). While OLM v1's APIs are served, what OLM v1 left
+behind is checked (:class:`pivoter.olmv1.leftovers.LeftoverMonitor`). ``pivoter run``
 (:mod:`pivoter.daemon.process`) and every test fixture that runs the controllers in its own
 process call it; a fixture that wants less says so in :class:`Settings` (its :class:`Scope`, no
 server address, ``olmv1="read"``), and a test's fault hooks come in :class:`Hooks`.
@@ -31,6 +36,8 @@ from pivoter.apis.resources import (
     RESOLUTIONS,
 )
 from pivoter.catalogs import CatalogCache, SourceSettings
+from pivoter.catalogs.foreign import CatalogdCA
+from pivoter.catalogs.setup import CLUSTER_CATALOG_READER
 from pivoter.contentserver import ContentServer
 from pivoter.controllers import provisioning
 from pivoter.controllers.bundle import BundleReconciler
@@ -40,6 +47,8 @@ from pivoter.daemon.webhook import start_webhook
 from pivoter.inputs import InputReconciler
 from pivoter.kube import EventRecorder, NotFound, Resource, Unavailable
 from pivoter.kube.identities import Identities
+from pivoter.olmv1.leftovers import LeftoverMonitor
+from pivoter.olmv1.mode import AutoMode
 from pivoter.pivot import Preparer, keep_on_delete
 from pivoter.registries import MirrorObjects, RegistryAccessProvider
 from pivoter.resolvesets import RevisionStore
@@ -74,7 +83,11 @@ class Product:
     resolutions: InputReconciler | None = None
     platform_operators: InputReconciler | None = None
     olmv1: olmv1.OlmV1 | None = None
-    """OLM v1's controllers, when its APIs are served."""
+    """OLM v1's controllers, once its APIs are served."""
+    olmv1_auto: AutoMode | None = None
+    """``--olmv1=auto`` deciding again while it reads."""
+    leftovers: LeftoverMonitor | None = None
+    """The check of what OLM v1 left behind, once its APIs are served."""
     adopter: olmv0.controller.Adopter | None = None
     catalogd_url: str = ""
     """The base URL in ClusterCatalogs' ``status.urls.base``."""
@@ -146,7 +159,14 @@ def _catalogs_and_inputs(
     """The catalogs, then (:attr:`Scope.ALL`) the inputs, OLM v1's when served, with the
     tests' hooks; fills ``product``."""
     reachable = _reachable(manager)
-    serve_olmv1 = _serves_olmv1(manager, settings.olmv1, reachable=reachable)
+    decision = _olmv1_decision(manager, settings.olmv1, reachable=reachable)
+    serve_olmv1 = decision.serve
+    serve_later = (
+        not serve_olmv1
+        and reachable
+        and olmv1.Mode(settings.olmv1) is olmv1.Mode.AUTO
+        and decision.crds_installed
+    )
     cache = product.cache = catalogs.setup(
         manager,
         namespace=product.namespace,
@@ -154,6 +174,7 @@ def _catalogs_and_inputs(
         recorder=recorder,
         read_olm=reachable and settings.read_olm_catalogs,
         read_cluster_catalogs=not serve_olmv1,
+        catalogd_ca=CatalogdCA(settings.catalogd_ca) if settings.catalogd_ca else None,
         registries=product.registries,
     )
     revisions = product.revisions = resolvesets.setup(manager, namespace=product.namespace)
@@ -181,8 +202,9 @@ def _catalogs_and_inputs(
                 ),
                 recorder=recorder,
             )
-    if serve_olmv1:
-        product.olmv1 = olmv1.setup(
+    olm = None
+    if serve_olmv1 or serve_later:
+        olm = olmv1.setup(
             manager,
             cache=cache,
             store=revisions,
@@ -197,15 +219,23 @@ def _catalogs_and_inputs(
             ),
             recorder=recorder,
             extensions=every_input,
+            serving=serve_olmv1,
         )
-        _serve_catalogd(settings, product, product.olmv1)
+    if olm is not None and serve_olmv1:
+        product.olmv1 = olm
+        _serve_catalogd(settings, product, olm)
+        _watch_leftovers(manager, product, recorder)
+    elif reachable and olmv1.Mode(settings.olmv1) is olmv1.Mode.AUTO:
+        _decide_again(
+            manager, settings, product=product, recorder=recorder, decision=decision, idle=olm
+        )
     if every_input and settings.adopt_olmv0:
         if reachable and _served(manager, olmv0.SUBSCRIPTIONS):
             product.adopter = olmv0.controller.setup(manager, recorder, on_step=hooks.adoption_step)
         else:
             log.warning("--adopt-olmv0: OLM v0's Subscriptions are not served; nothing to adopt")
     if hooks.pivot_transition is not None:
-        extensions = product.olmv1.extensions if product.olmv1 is not None else None
+        extensions = olm.extensions if olm is not None else None
         for reconciler in (product.resolutions, product.platform_operators, extensions):
             if reconciler is not None:
                 reconciler.engine.on_transition = hooks.pivot_transition
@@ -268,19 +298,86 @@ def _serve_catalogd(settings: Settings, product: Product, served: olmv1.OlmV1) -
         product.catalogd_url = served.catalogs.base_url = f"http://{host}:{server.port}"
 
 
-def _serves_olmv1(manager: Manager, mode: str, *, reachable: bool) -> bool:
+def _olmv1_decision(manager: Manager, mode: str, *, reachable: bool) -> olmv1.ModeDecision:
     """Whether this daemon serves OLM v1's APIs (:func:`pivoter.olmv1.decide`), logged with why.
-    With the API server unreachable at start, ``auto`` reads (nothing could be checked)."""
+    With the API server unreachable at start, ``auto`` reads (nothing could be checked) until a
+    restart."""
     decided = olmv1.Mode(mode)
     if not reachable and decided is not olmv1.Mode.SERVE:
         log.warning("OLM v1 APIs: not served (the API server was unreachable at start)")
-        return False
+        return olmv1.ModeDecision(
+            False, "the API server was unreachable at start", crds_installed=False
+        )
     try:
         decision = olmv1.decide(manager.kube, decided)
     except olmv1.OlmV1Error as exc:
         raise ValueError(str(exc)) from exc
     log.info("OLM v1 APIs: %s (%s)", "served" if decision.serve else "not served", decision.reason)
-    return decision.serve
+    return decision
+
+
+def _decide_again(
+    manager: Manager,
+    settings: Settings,
+    *,
+    product: Product,
+    recorder: EventRecorder,
+    decision: olmv1.ModeDecision,
+    idle: olmv1.OlmV1 | None,
+) -> None:
+    """``auto`` that reads: decide again while running; serve with the ``idle`` controllers when
+    the answer flips (without them, the CRDs were missing at start: a restart serves)."""
+
+    def serve(now: olmv1.ModeDecision) -> None:
+        if idle is None:
+            log.warning(
+                "OLM v1 APIs: would now be served (%s), but their CRDs were not installed when "
+                "pivoter started: restart pivoter to serve them",
+                now.reason,
+            )
+            return
+        _start_serving(
+            manager, settings, product=product, recorder=recorder, olm=idle, decision=now
+        )
+
+    auto = product.olmv1_auto = AutoMode(
+        manager.kube, serve, first=decision, interval=settings.olmv1_recheck
+    )
+    product.servers.append(auto)
+    auto.start()
+
+
+def _start_serving(
+    manager: Manager,
+    settings: Settings,
+    *,
+    product: Product,
+    recorder: EventRecorder,
+    olm: olmv1.OlmV1,
+    decision: olmv1.ModeDecision,
+) -> None:
+    """The switch of ``auto`` from reading to serving, in the running daemon: stop reading
+    ClusterCatalogs from catalogd, start the catalogd API, let the idle controllers work."""
+    log.info("OLM v1 APIs: now served (%s)", decision.reason)
+    for controller in manager.controllers:
+        if controller.name == CLUSTER_CATALOG_READER:
+            controller.stop()
+    try:
+        _serve_catalogd(settings, product, olm)
+    except OSError as exc:
+        log.error("OLM v1 APIs: cannot start the catalogd HTTP API: %s", exc)
+    olm.start_serving()
+    product.olmv1 = olm
+    _watch_leftovers(manager, product, recorder)
+
+
+def _watch_leftovers(manager: Manager, product: Product, recorder: EventRecorder) -> None:
+    """Check what OLM v1 left behind while serving its APIs, on the replica that leads."""
+    monitor = product.leftovers = LeftoverMonitor(
+        manager.kube, recorder, active=lambda: manager.wait_controllers_started(0)
+    )
+    product.servers.append(monitor)
+    monitor.start()
 
 
 def _served(manager: Manager, resource: Resource) -> bool:

@@ -141,6 +141,12 @@ class Settings:
     catalogd_url: str = ""
     """The base URL of that API in ClusterCatalogs' ``status.urls.base``; empty: the bound
     address as seen from this host."""
+    catalogd_ca: Path | None = None
+    """A PEM CA that signed catalogd's HTTPS certificate, for reading the ClusterCatalogs
+    catalogd serves (``--catalogd-ca``); None: the system's CAs."""
+    olmv1_recheck: float = 30.0
+    """Seconds between two decisions of ``olmv1="auto"`` while it reads (sooner when an OLM
+    Lease expires; :class:`pivoter.olmv1.mode.AutoMode`)."""
     adopt_olmv0: bool = False
     """Run the OLM v0 adoption controller (:mod:`pivoter.olmv0.controller`)."""
     webhook: Webhook | None = None

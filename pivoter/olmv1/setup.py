@@ -6,6 +6,11 @@ the catalogd-compatible HTTP server that publishes what the ClusterCatalogs unpa
 served catalogs and the ClusterExtension reconciler; :meth:`OlmV1.start_server` starts the HTTP
 API (``/catalogs/<name>/api/v1/all`` and ``/metas``) on the address of ``--catalogd-bind-address``.
 Called by :mod:`pivoter.daemon`; whether to call it is :mod:`pivoter.olmv1.mode`'s decision.
+
+``--olmv1=auto`` may decide to serve while the daemon runs, but a Manager takes no controller once
+it has started: ``setup(..., serving=False)`` registers the controllers and their informers at
+start all the same, idle (every reconcile returns at once, nothing is written) until
+:meth:`OlmV1.start_serving` opens them and queues every ClusterCatalog and ClusterExtension.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pivoter.apis.resources import CLUSTER_CATALOGS, CLUSTER_EXTENSIONS
@@ -27,6 +32,7 @@ from pivoter.olmv1.extensions import ExtensionSettings, extension_spec
 from pivoter.olmv1.status import status_function
 from pivoter.pivot import Preparer
 from pivoter.resolvesets import RevisionStore
+from pivoter.runtime.controller import Controller, Reconcile, Result
 from pivoter.runtime.manager import Manager
 
 __all__ = [
@@ -62,6 +68,31 @@ class OlmV1:
     catalogs: ClusterCatalogReconciler
     extensions: InputReconciler | None
     """None when set up with ``extensions=False``."""
+    controllers: tuple[Controller, ...] = ()
+    """The controllers :func:`setup` registered."""
+    _serving: threading.Event = field(default_factory=threading.Event, repr=False)
+
+    @property
+    def serving(self) -> bool:
+        """Whether the controllers do their work (False: set up idle, ``serving=False``)."""
+        return self._serving.is_set()
+
+    def start_serving(self) -> None:
+        """Let the idle controllers work and queue every object they watch (no-op when they
+        already serve). Safe from any thread, before or after the Manager starts them."""
+        if self._serving.is_set():
+            return
+        self._serving.set()
+        for controller in self.controllers:
+            controller.resync()
+
+    def gated(self, reconcile: Reconcile) -> Reconcile:
+        """``reconcile``, doing nothing until :meth:`start_serving`."""
+
+        def reconcile_when_serving(key: str) -> Result | None:
+            return reconcile(key) if self._serving.is_set() else None
+
+        return reconcile_when_serving
 
     def start_server(self, host: str, port: int) -> CatalogdServer:
         """Serve the ClusterCatalogs' content (catalogd's HTTP API) in a background thread."""
@@ -102,14 +133,50 @@ def setup(
     recorder: EventRecorder | None = None,
     workers: int = 2,
     extensions: bool = True,
+    serving: bool = True,
 ) -> OlmV1:
     """Register the ClusterCatalog and ClusterExtension controllers on ``manager``.
 
     ``base_url`` is where clients reach :meth:`OlmV1.start_server` (``status.urls.base`` of each
     ClusterCatalog is ``<base_url>/catalogs/<name>``). ``extensions=False`` registers the
     ClusterCatalog controller alone (pivoter as catalogd, another controller reconciles the
-    ClusterExtensions).
+    ClusterExtensions). ``serving=False``: the controllers stay idle until
+    :meth:`OlmV1.start_serving` (both CRDs must be installed: their informers must sync).
     """
+    before = len(manager.controllers)
+    olm = _register(
+        manager,
+        cache=cache,
+        store=store,
+        preparer=preparer,
+        base_url=base_url,
+        source_settings=source_settings,
+        settings=settings,
+        recorder=recorder,
+        workers=workers,
+        extensions=extensions,
+    )
+    olm.controllers = tuple(manager.controllers[before:])
+    for controller in olm.controllers:
+        controller.reconcile = olm.gated(controller.reconcile)
+    if serving:
+        olm.start_serving()
+    return olm
+
+
+def _register(
+    manager: Manager,
+    *,
+    cache: CatalogCache,
+    store: RevisionStore,
+    preparer: Preparer,
+    base_url: str,
+    source_settings: SourceSettings,
+    settings: ExtensionSettings | None,
+    recorder: EventRecorder | None,
+    workers: int,
+    extensions: bool,
+) -> OlmV1:
     served = ServedCatalogs()
     catalogs = ClusterCatalogReconciler(manager.kube, cache, served, base_url, source_settings)
     catalog_controller = manager.controller(CATALOG_CONTROLLER, catalogs.reconcile, workers=workers)
