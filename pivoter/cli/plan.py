@@ -1,8 +1,9 @@
 """``pivoter plan INPUT``: what the next pivot of an input would do, without doing it.
 
 Shows the plan the controller published (``status.pendingPlan``: a Manual input waiting for
-approval, with the objects its bundles add, remove and move and the result of their server-side
-dry run; or a paused one); otherwise compares the newest stored revision with the active one.
+approval, with the objects its bundles add, remove and move, the result of their server-side
+dry run, the fields it would change in existing objects and the workloads whose pods it would
+replace; or a paused one); otherwise compares the newest stored revision with the active one.
 Either way it adds the daemon's "why not newer" line (the ``UpToDate`` condition) when the input
 does not run the newest bundles offered. It does not resolve: the daemon's catalog cache is not
 reachable from the command line.
@@ -110,7 +111,34 @@ def _human(data: dict[str, Any]) -> str:
         hidden = (objects.get("counts") or {}).get(key, 0) - len(objects.get(key) or [])
         if hidden > 0:
             lines.append(f"  {sign} ... and {hidden} more")
+    lines += _field_lines(objects)
     return "\n".join(lines + why)
+
+
+_SHOWN_FIELDS = 3
+"""Changed fields (and label/annotation keys) shown per object; ``-o yaml`` shows them all."""
+
+
+def _field_lines(objects: dict[str, Any]) -> list[str]:
+    """One line per existing object the pivot would change (its first few fields), and one
+    naming the workloads whose pods it would replace."""
+    lines = []
+    for item in objects.get("changes") or []:
+        where = f"{item['namespace']}/{item['name']}" if item.get("namespace") else item["name"]
+        words = [*(item.get("fields") or []), *(item.get("metadata") or [])]
+        total = len(words) + int(item.get("moreFields") or 0) + int(item.get("moreMetadata") or 0)
+        shown = ", ".join(words[:_SHOWN_FIELDS])
+        more = f" and {total - _SHOWN_FIELDS} more" if total > _SHOWN_FIELDS else ""
+        lines.append(f"  * {item['kind']} {where} [{item['package']}]: {shown}{more}")
+    if objects.get("moreChanges"):
+        lines.append(f"  * ... and {objects['moreChanges']} more changed")
+    restarts = list(objects.get("restarts") or [])
+    if restarts:
+        more = f" and {objects['moreRestarts']} more" if objects.get("moreRestarts") else ""
+        lines.append(f"  pods replaced: {', '.join(restarts)}{more}")
+    if objects.get("unread"):
+        lines.append(f"  not compared (may not be read): {', '.join(objects['unread'])}")
+    return lines
 
 
 def run(args: argparse.Namespace) -> int:

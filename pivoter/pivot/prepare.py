@@ -16,6 +16,13 @@ Namespace the group creates) are counted as deferred and named in the summary; e
 must pass admission, validation, authorization and the ownership rules, or the pivot fails
 naming the bundle before any child changes. Used by :mod:`pivoter.pivot.machine` (the
 ``Preparing`` phase) and by the input engine for the object-level plan of a Manual approval.
+
+The dry run also says what it would change in the objects that exist
+(:mod:`provisioners.apply.fieldchanges`): the changed fields of each, by package, and the
+workloads whose pod template changes (their pods would be replaced), so a plan can show them
+and a takeover can refuse to restart an operator. Reading the live objects costs what the
+ownership check already reads, and for a bundle that adopts existing objects (which skips that
+check) a GET per object (a list per collection holding many objects of the bundle).
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pivoter.apis import rukpak
@@ -44,6 +51,7 @@ from pivoter.pivot.order import providers, waves
 from pivoter.pivot.state import FailureCause
 from pivoter.resolvesets import InputRef
 from provisioners.apply.applier import Applier, ApplyError, Owner
+from provisioners.apply.fieldchanges import FieldChanges
 from provisioners.apply.objects import ObjectRef, ref_of
 from provisioners.errors import ProvisionerError
 from provisioners.formats.base import InvalidConfigError
@@ -96,6 +104,14 @@ class Prepared:
     checked: int = 0
     deferred: tuple[str, ...] = ()
     """Objects left out of the dry run, each with why."""
+    changes: Mapping[str, Mapping[ObjectRef, FieldChanges]] = field(default_factory=dict)
+    """By package: the existing objects the apply would change, and which of their fields."""
+    restarts: tuple[str, ...] = ()
+    """The workloads (``Deployment ns/name``, StatefulSets, DaemonSets) whose ``spec.template``
+    would change: their pods would be replaced."""
+    unread: tuple[str, ...] = ()
+    """Objects (``Kind ns/name``) of an adopting bundle that the installing identity may not
+    read: what the apply would change in them is unknown."""
 
     def summary(self) -> str:
         """One line for the pivot's Event and record."""
@@ -108,6 +124,15 @@ class Prepared:
             shown = "; ".join(self.deferred[:3])
             more = f" and {len(self.deferred) - 3} more" if len(self.deferred) > 3 else ""
             text += f", {len(self.deferred)} deferred until their providers exist ({shown}{more})"
+        changing = sum(len(refs) for refs in self.changes.values())
+        if changing:
+            text += f"; {changing} existing objects would change"
+            if self.restarts:
+                shown = ", ".join(self.restarts[:3])
+                more = f" and {len(self.restarts) - 3} more" if len(self.restarts) > 3 else ""
+                text += f", replacing the pods of {shown}{more}"
+        if self.unread:
+            text += f"; {len(self.unread)} could not be read to compare"
         if len(self.waves) > 1:
             text += f"; apply order {order}"
         return text
@@ -148,8 +173,22 @@ class Preparer:
         order = waves(objects, requires)
         refs = {p: tuple(_refs(objs)) for p, objs in objects.items()}
         by_package = {_annotation(child, ANNOTATION_PACKAGE): child for child in children}
-        checked, deferred = self._dry_run(order, objects, by_package)
-        return Prepared(order, refs, checked=checked, deferred=tuple(deferred))
+        checked, deferred, changes, unread = self._dry_run(order, objects, by_package)
+        restarts = tuple(
+            f"{ref.kind} {_where(ref)}"
+            for package in (p for wave in order for p in wave)
+            for ref, changed in changes.get(package, {}).items()
+            if changed.replaces_pods
+        )
+        return Prepared(
+            order,
+            refs,
+            checked=checked,
+            deferred=tuple(deferred),
+            changes=changes,
+            restarts=restarts,
+            unread=tuple(unread),
+        )
 
     def hand_over(self, child: Object) -> None:
         """Make the applied ``child`` the controller of its prepared Bundle."""
@@ -288,12 +327,17 @@ class Preparer:
         order: tuple[tuple[str, ...], ...],
         objects: Mapping[str, list[dict[str, Any]]],
         children: Mapping[str, Object],
-    ) -> tuple[int, list[str]]:
+    ) -> tuple[int, list[str], dict[str, dict[ObjectRef, FieldChanges]], list[str]]:
+        """Dry-run each package's objects as its installing identity: how many passed, which
+        were deferred (with why), what would change in the existing ones (by package), and
+        which could not be read to compare."""
         by_key = {key: min(packages) for key, packages in providers(objects).items()}
         group_kinds = {(k[1], k[2]): p for k, p in by_key.items() if k[0] == "kind"}
         group_namespaces = {k[2]: p for k, p in by_key.items() if k[0] == "namespace"}
         missing_namespaces = {ns for ns in group_namespaces if not self._namespace_exists(ns)}
         checked, deferred = 0, []
+        changes: dict[str, dict[ObjectRef, FieldChanges]] = {}
+        unread: list[str] = []
         for package in (p for wave in order for p in wave):
             child = children[package]
             spec = child["spec"]
@@ -315,7 +359,9 @@ class Preparer:
                     check.append(obj)
             applier = Applier(api, Owner(KIND, str(child["metadata"]["name"])))
             try:
-                result = applier.apply(check, adopt=bool(spec.get("adoptExisting")), dry_run=True)
+                result = applier.apply(
+                    check, adopt=bool(spec.get("adoptExisting")), dry_run=True, changes=True
+                )
             except (ApplyError, KubeError) as exc:
                 bundle = _annotation(child, ANNOTATION_BUNDLE)
                 raise PrepareFailed(
@@ -323,7 +369,10 @@ class Preparer:
                 ) from exc
             checked += len(result.applied)
             deferred += [f"{r.kind} {_where(r)}: {why}" for r, why in result.skipped]
-        return checked, deferred
+            if result.changes:
+                changes[package] = result.changes
+            unread += [f"{r.kind} {_where(r)}" for r in result.unread]
+        return checked, deferred, changes, unread
 
     def _namespace_exists(self, name: str) -> bool:
         try:

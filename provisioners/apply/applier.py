@@ -12,6 +12,10 @@ checked before any is applied, then up to :data:`APPLY_CONCURRENCY` apply reques
 a failure stops the apply after its phase, with every object that was applied recorded. CRDs
 are waited for (Established) just before the phase of their custom resources, so the phases in
 between are applied meanwhile, and in any case before :meth:`Applier.apply` returns.
+
+Asked for ``changes`` (a plan's dry run), the applier compares each object that exists with the
+object the API server answered (:mod:`provisioners.apply.fieldchanges`); it reads the live objects
+through the same lookups as the ownership check (:class:`~provisioners.apply.ownership.Owners`).
 """
 
 from __future__ import annotations
@@ -20,10 +24,13 @@ import time
 from collections.abc import Callable, Collection, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
+from provisioners.apply.fieldchanges import FieldChanges, field_changes
 from provisioners.apply.kubeapi import (
     APPLY_PATCH,
     ApiResponse,
+    Forbidden,
     KubeAPI,
     KubeError,
     NotFound,
@@ -89,7 +96,26 @@ class ApplyResult:
     objects: dict[ObjectRef, JSONObject] = field(default_factory=dict)
     """Each applied object as the API server stored it (not kept by a dry run)."""
     ownership_reads: int = 0
-    """Requests sent to find who manages the objects (see :mod:`provisioners.apply.ownership`)."""
+    """Requests sent to find who manages the objects, and with ``changes`` to read them (see
+    :mod:`provisioners.apply.ownership`)."""
+    changes: dict[ObjectRef, FieldChanges] = field(default_factory=dict)
+    """With ``changes``: the fields the apply changes (would change, in a dry run) of each
+    object that existed, for those it changes."""
+    compared: int = 0
+    """With ``changes``: how many applied objects existed (and were compared)."""
+    unread: list[ObjectRef] = field(default_factory=list)
+    """With ``changes`` and ``adopt``: objects the owner may not read (forbidden), whose
+    changes are unknown."""
+
+
+class _Job(NamedTuple):
+    """One object of a phase, ready to send."""
+
+    ref: ObjectRef
+    resource: Resource
+    body: JSONObject
+    live: JSONObject | None
+    """The object as it is, when it exists and the apply reports its changes."""
 
 
 @dataclass(slots=True)
@@ -132,6 +158,7 @@ class Applier:
         adopt: bool = False,
         dry_run: bool = False,
         owned: Collection[ObjectRef] = (),
+        changes: bool = False,
     ) -> ApplyResult:
         """Apply ``objects`` in dependency order; raise :class:`ApplyError` at the first failure.
 
@@ -142,18 +169,25 @@ class Applier:
         nothing is stored; custom resources of CRDs that are in the same set, and objects in
         Namespaces that are in the same set and do not exist yet (neither is created by a dry
         run), are reported as skipped.
+
+        With ``changes`` every object is read first (those in ``owned`` and, with ``adopt``, all
+        of them too: a GET each, or one list per collection that holds many objects of the set,
+        see :mod:`provisioners.apply.ownership`), and :attr:`ApplyResult.changes` says which
+        fields of the existing ones the apply changes.
         """
         result = ApplyResult()
         ordered = install_order(objects)
         self._check_unique(ordered)
         defined_here = crd_kinds(ordered)
         new_namespaces = self._new_namespaces(ordered) if dry_run else set()
-        owners = None if adopt else Owners(self.api, ordered, owned)
+        owners = Owners(self.api, ordered, owned, keep=changes) if changes or not adopt else None
         try:
             self._apply_all(
                 ordered,
                 result,
                 owners=owners,
+                adopt=adopt,
+                changes=changes,
                 dry_run=dry_run,
                 defined_here=defined_here,
                 new_namespaces=new_namespaces,
@@ -171,6 +205,8 @@ class Applier:
         result: ApplyResult,
         *,
         owners: Owners | None,
+        adopt: bool,
+        changes: bool,
         dry_run: bool,
         defined_here: set[tuple[str, str]],
         new_namespaces: set[str],
@@ -181,7 +217,7 @@ class Applier:
         for phase in install_phases(ordered):
             if unestablished and _has_custom_resources(phase, defined_here):
                 self._wait_all_established(unestablished)
-            jobs: list[tuple[ObjectRef, Resource, JSONObject]] = []
+            jobs: list[_Job] = []
             for obj in phase:
                 ref = ref_of(obj)
                 try:
@@ -197,7 +233,15 @@ class Applier:
                     why = "its Namespace is part of this set and not created yet"
                     result.skipped.append((obj_ref, why))
                     continue
-                if owners is not None:
+                live = None
+                if owners is not None and changes:
+                    try:
+                        live = owners.existing(obj_ref, resource, declared_namespace=ref.namespace)
+                    except Forbidden:
+                        if not adopt:
+                            raise  # the ownership check needs the read: as without changes
+                        result.unread.append(obj_ref)
+                if owners is not None and not adopt:
                     me = (self.owner.kind, self.owner.name)
                     holder = owners.holder(obj_ref, resource, me, declared_namespace=ref.namespace)
                     if holder is not None:
@@ -206,10 +250,10 @@ class Applier:
                             "adoptExisting: true on the BundleDeployment to take it over",
                             obj_ref,
                         )
-                jobs.append((obj_ref, resource, body))
+                jobs.append(_Job(obj_ref, resource, body, live))
             self._apply_phase(jobs, result, dry_run=dry_run)
             if not dry_run:
-                unestablished += [ref for ref, _, _ in jobs if ref.kind == CRD_KIND]
+                unestablished += [job.ref for job in jobs if job.ref.kind == CRD_KIND]
         # An apply returns with its CRDs served, custom resources or not.
         self._wait_all_established(unestablished)
 
@@ -221,18 +265,18 @@ class Applier:
 
     def _apply_phase(
         self,
-        jobs: list[tuple[ObjectRef, Resource, JSONObject]],
+        jobs: list[_Job],
         result: ApplyResult,
         *,
         dry_run: bool,
     ) -> None:
         """Apply the objects of one phase, up to :attr:`concurrency` at a time; record what was
-        applied (in the given order) and raise the first failure once all have answered."""
+        applied (in the given order), and what changed in those that existed, and raise the
+        first failure once all have answered."""
 
-        def one(job: tuple[ObjectRef, Resource, JSONObject]) -> ApiResponse | ApplyError:
-            ref, resource, body = job
+        def one(job: _Job) -> ApiResponse | ApplyError:
             try:
-                return self._apply_one(ref, resource, body, dry_run=dry_run)
+                return self._apply_one(job.ref, job.resource, job.body, dry_run=dry_run)
             except ApplyError as exc:
                 return exc
 
@@ -243,14 +287,20 @@ class Applier:
             with ThreadPoolExecutor(workers, thread_name_prefix="apply") as pool:
                 answers = list(pool.map(one, jobs))
         failure: ApplyError | None = None
-        for (ref, _, _), answer in zip(jobs, answers, strict=True):
+        for job, answer in zip(jobs, answers, strict=True):
             if isinstance(answer, ApplyError):
                 failure = failure or answer
                 continue
+            ref = job.ref
             result.applied.append(ref)
             result.warnings.extend(f"{ref}: {w}" for w in answer.warnings)
             if not dry_run:
                 result.objects[ref] = answer.body
+            if job.live is not None:
+                result.compared += 1
+                changed = field_changes(job.live, answer.body)
+                if changed:
+                    result.changes[ref] = changed
         if failure is not None:
             raise failure
 
