@@ -32,6 +32,7 @@ from typing import Literal
 
 from pivoter.apis import pivoter as api
 from pivoter.apis._fields import Annotations, FieldError, Fields, describe
+from resolver import safedata
 
 __all__ = [
     "ANNOTATION_ADOPT_EXISTING",
@@ -93,6 +94,8 @@ ANNOTATION_TAKEOVER = "pivoter.io/takeover"
 ``{"package": ..., "bundle": ..., "version": ...}`` (``pivoter adopt`` writes it). A
 ClusterExtension needs no annotation: operator-controller records it in
 ``status.install.bundle``. See :class:`InstalledBundle`."""
+TAKEOVER_LIMITS = safedata.Limits(max_bytes=256 << 10, max_depth=4, max_nodes=16)
+"""The :data:`ANNOTATION_TAKEOVER` record is three short strings (annotations are anyone's)."""
 ANNOTATION_ADOPT_EXISTING = "pivoter.io/adopt-existing"
 """``"true"``: the children take over objects already on the cluster that another owner applied
 (the migration from operator-controller, whose Helm release owns them)."""
@@ -140,8 +143,8 @@ class InstalledBundle:
             return None
         where = annotations.where(ANNOTATION_TAKEOVER)
         try:
-            value = json.loads(text)
-        except ValueError:
+            value = safedata.load_json(text, limits=TAKEOVER_LIMITS)
+        except safedata.SafeDataError:
             value = None
         if not isinstance(value, dict) or not all(
             isinstance(value.get(k), str) and value.get(k) for k in ("package", "bundle", "version")
