@@ -247,12 +247,14 @@ class InputEngine:
             published.get("selectionHash") == target.selection_hash
             and isinstance(section, dict)
             and "pending" not in section
+            and "problem" not in section
         ):
             return section
         section, pending = objects_section(
             self.preparer, children, spec, owner=obj, target=target, revision=number
         )
-        if pending:
+        if pending or "problem" in section:
+            # A problem may pass (a pull secret fixed, a catalog still loading): look again.
             out.requeue_after = PLAN_POLL
         return section
 

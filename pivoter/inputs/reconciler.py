@@ -21,6 +21,7 @@ from pivoter.inputs.outcome import Draft, Outcome
 from pivoter.inputs.record import Record
 from pivoter.inputs.spec import InputSpec
 from pivoter.kube import EventRecorder, Kube, NotFound, Resource
+from pivoter.kube.mergepatch import replacing
 from pivoter.pivot import Children, ChildState, UninstallableBundle, desired_child, state_of
 from pivoter.pivot.state import parse_time
 from pivoter.resolvesets import InputRef
@@ -93,8 +94,9 @@ class InputReconciler:
         def publish(now: Outcome) -> None:
             # What a pass found before it acts (a child deleted by hand, before its pivot):
             # written even when the pass then heals it before its own status write.
+            status = self.kind.status_of(obj, now, spec.generation)
             self.kube.patch_status(
-                self.kind.resource, name, self.kind.status_of(obj, now, spec.generation)
+                self.kind.resource, name, replacing(obj.get("status") or {}, status)
             )
 
         out = Draft(record=record, publish=publish)
@@ -102,7 +104,9 @@ class InputReconciler:
             outcome = self.engine.reconcile(obj, spec, record, persist, out)
             status = self.kind.status_of(obj, outcome, spec.generation)
             if _strip(status) != _strip(obj.get("status") or {}, keys=status):
-                self.kube.patch_status(self.kind.resource, name, status)
+                # Each section exactly as computed (a finished plan drops its pending marker).
+                patch = replacing(obj.get("status") or {}, status)
+                self.kube.patch_status(self.kind.resource, name, patch)
         finally:
             # What happened before a failure still happened, and may have been persisted (a
             # revision found edited, a pivot started): its Events are not lost with the retry.
