@@ -212,7 +212,17 @@ class Pivoter:
     def _filter(self, r: _Request, cand: Candidate, current: Candidate | None) -> str:
         """Why ``cand`` cannot serve request ``r`` ("" when it can)."""
         req = r.req
-        is_current = current is not None and self._vid(cand) == self._vid(current)
+        # An installed bundle that names no catalog (taken over from another manager) is
+        # current in whichever catalog lists it: staying on it is no upgrade, and the catalogs'
+        # priority decides which copy to install from.
+        is_current = current is not None and (
+            self._vid(cand) == self._vid(current)
+            or (
+                r.installed is not None
+                and not r.installed.catalog
+                and (cand.package, cand.name) == (r.installed.package, r.installed.name)
+            )
+        )
         if req.channels and not is_current and not set(req.channels) & set(cand.channels):
             return f"not in channel {' or '.join(req.channels)}"
         if r.rng is not None and (cand.version is None or not r.rng.contains(cand.version)):
