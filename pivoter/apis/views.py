@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -90,12 +90,14 @@ ANNOTATION_AUTO_ROLLBACK = "pivoter.io/auto-rollback"
 ANNOTATION_HISTORY_LIMIT = "pivoter.io/history-limit"
 """How many ResolveSet revisions to keep (default 10, at least 1)."""
 ANNOTATION_TAKEOVER = "pivoter.io/takeover"
-"""On a Resolution: the bundle another manager installed and runs now, as JSON
-``{"package": ..., "bundle": ..., "version": ...}`` (``pivoter adopt`` writes it). A
+"""On a Resolution: the bundles another manager installed and runs now, as a JSON list of
+``{"package": ..., "bundle": ..., "version": ...}`` (one object alone is read as a list of one;
+``pivoter adopt`` writes it: an operator and the dependencies OLM v0 installed for it). A
 ClusterExtension needs no annotation: operator-controller records it in
 ``status.install.bundle``. See :class:`InstalledBundle`."""
-TAKEOVER_LIMITS = safedata.Limits(max_bytes=256 << 10, max_depth=4, max_nodes=16)
-"""The :data:`ANNOTATION_TAKEOVER` record is three short strings (annotations are anyone's)."""
+TAKEOVER_LIMITS = safedata.Limits(max_bytes=256 << 10, max_depth=4, max_nodes=1024)
+"""The :data:`ANNOTATION_TAKEOVER` record is a few bundles of three short strings each
+(annotations are anyone's)."""
 ANNOTATION_ADOPT_EXISTING = "pivoter.io/adopt-existing"
 """``"true"``: the children take over objects already on the cluster that another owner applied
 (the migration from operator-controller, whose Helm release owns them)."""
@@ -136,30 +138,34 @@ class InstalledBundle:
     version: str
 
     @classmethod
-    def from_annotation(cls, annotations: Annotations) -> InstalledBundle | None:
-        """:data:`ANNOTATION_TAKEOVER` (None when unset)."""
+    def from_annotation(cls, annotations: Annotations) -> tuple[InstalledBundle, ...]:
+        """:data:`ANNOTATION_TAKEOVER` (empty when unset)."""
         text = annotations.text(ANNOTATION_TAKEOVER)
         if not text:
-            return None
+            return ()
         where = annotations.where(ANNOTATION_TAKEOVER)
         try:
             value = safedata.load_json(text, limits=TAKEOVER_LIMITS)
         except safedata.SafeDataError:
             value = None
-        if not isinstance(value, dict) or not all(
-            isinstance(value.get(k), str) and value.get(k) for k in ("package", "bundle", "version")
+        entries = value if isinstance(value, list) else [value]
+        keys = ("package", "bundle", "version")
+        if not entries or not all(
+            isinstance(e, dict) and all(isinstance(e.get(k), str) and e.get(k) for k in keys)
+            for e in entries
         ):
             raise FieldError(
                 where,
-                'expected JSON {"package": ..., "bundle": ..., "version": ...}, got '
+                'expected JSON [{"package": ..., "bundle": ..., "version": ...}], got '
                 + describe(text),
             )
-        return cls(str(value["package"]), str(value["bundle"]), str(value["version"]))
+        return tuple(cls(str(e["package"]), str(e["bundle"]), str(e["version"])) for e in entries)
 
-    def annotation(self) -> str:
-        """The :data:`ANNOTATION_TAKEOVER` text for this bundle."""
+    @staticmethod
+    def annotation_of(bundles: Sequence[InstalledBundle]) -> str:
+        """The :data:`ANNOTATION_TAKEOVER` text for ``bundles``."""
         return json.dumps(
-            {"package": self.package, "bundle": self.name, "version": self.version},
+            [{"package": b.package, "bundle": b.name, "version": b.version} for b in bundles],
             sort_keys=True,
         )
 
@@ -322,7 +328,7 @@ class ResolutionView:
     progress_deadline_seconds: int = api.DEFAULT_PROGRESS_DEADLINE_SECONDS
     history_limit: int = api.DEFAULT_HISTORY_LIMIT
     deletion_policy: DeletionPolicy = "Delete"
-    takeover: InstalledBundle | None = None
+    takeover: tuple[InstalledBundle, ...] = ()
     """:data:`ANNOTATION_TAKEOVER`: what another manager runs now (an adoption)."""
 
     @classmethod

@@ -67,7 +67,7 @@ class InputSpec:
     fallback_to_active: bool = False
     """When every catalog it resolves from was deleted, keep the active revision as the target
     (OLM v1's rule for ClusterExtensions) instead of reporting it unresolved."""
-    takeover: InstalledBundle | None = None
+    takeover: tuple[InstalledBundle, ...] = ()
     """What another manager installed and runs now (OLM v1's ``status.install.bundle``, the
     CSV an OLM v0 adoption takes over). While the input has installed nothing itself, its
     first revision is exactly this bundle, taken as installed: it needs no approval and moves

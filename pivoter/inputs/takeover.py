@@ -28,29 +28,29 @@ __all__ = ["first_resolution", "is_takeover"]
 
 
 def first_resolution(
-    takeover: InstalledBundle | None,
+    takeover: Sequence[InstalledBundle],
     requests: Sequence[PackageRequest],
     installed: Sequence[Installed],
 ) -> tuple[tuple[PackageRequest, ...], list[Installed]]:
     """The requests and installed state of a resolution: unchanged, unless the input has
-    installed nothing (``installed`` is empty) and takes over ``takeover``: then that bundle is
-    installed and its package's request is pinned to its version."""
-    if takeover is None or installed:
+    installed nothing (``installed`` is empty) and takes over the ``takeover`` bundles: then
+    they are installed and each of their packages' requests is pinned to its version."""
+    if not takeover or installed:
         return tuple(requests), list(installed)
+    versions = {t.package: t.version for t in takeover}
     pinned = tuple(
-        replace(r, version_range=takeover.version) if r.package == takeover.package else r
+        replace(r, version_range=versions[r.package]) if r.package in versions else r
         for r in requests
     )
-    return pinned, [
-        Installed(name=takeover.name, package=takeover.package, version=takeover.version)
-    ]
+    return pinned, [Installed(name=t.name, package=t.package, version=t.version) for t in takeover]
 
 
 def is_takeover(
-    takeover: InstalledBundle | None, active: int | None, target: ResolveSet | None
+    takeover: Sequence[InstalledBundle], active: int | None, target: ResolveSet | None
 ) -> bool:
     """Whether ``target`` is the first revision of a takeover: nothing of the input is active and
-    the target selects the bundle the previous manager runs (then no approval is asked)."""
-    if takeover is None or active is not None or target is None:
+    the target selects every bundle the previous manager runs (then no approval is asked)."""
+    if not takeover or active is not None or target is None:
         return False
-    return any(e.package == takeover.package and e.bundle == takeover.name for e in target.entries)
+    selected = {(e.package, e.bundle) for e in target.entries}
+    return all((t.package, t.name) in selected for t in takeover)

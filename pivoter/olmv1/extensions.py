@@ -154,5 +154,5 @@ def extension_spec(
         ),
         # What operator-controller installed: a takeover keeps it first (the engine ignores it
         # once pivoter has installed anything for the extension).
-        takeover=view.installed,
+        takeover=(view.installed,) if view.installed is not None else (),
     )

@@ -1,4 +1,5 @@
-"""Two input kinds requesting one package at the same moment (issue 27): a Resolution and a
+"""Two input kinds requesting one package at the same moment (issue 27; issue 29 for takeovers:
+both inputs taking over the same running bundle): a Resolution and a
 ClusterExtension created together, before either is resolved, install the package once. The one
 whose pass claims it first installs it; the other sees that pivot in progress and reports the
 conflict, and never starts a pivot of its own (a second BundleDeployment of the package, in its
@@ -35,6 +36,7 @@ from pivoter.apis.resources import (
     NAMESPACES,
     RESOLUTIONS,
 )
+from pivoter.apis.views import ANNOTATION_TAKEOVER, InstalledBundle
 from pivoter.inputs import InputReconciler
 from pivoter.inputs.held import CLAIMS
 from pivoter.kube import NotFound, Resource
@@ -50,6 +52,9 @@ ROUNDS = 10
 PACKAGE = "race"
 FINALIZER = "pivoter.io/cleanup"
 KINDS = ("Resolution", "ClusterExtension")
+RUNNING = InstalledBundle(PACKAGE, f"{PACKAGE}.1.0.0", "1.0.0")
+"""The bundle both inputs take over in a takeover round (issue 29: the race closed for
+takeovers too)."""
 
 
 class Turns:
@@ -112,6 +117,8 @@ class Round:
     first: str
     resolution: str
     extension: str
+    takeover: bool = False
+    """Both inputs take over what runs (adoptExisting and the takeover fact each kind has)."""
     installers: set[str] = field(default_factory=set)
     winner: str = ""
 
@@ -172,28 +179,34 @@ def _create(olm: Olm, race: Round, install_namespace: str) -> None:
 
 
 def _create_resolution(olm: Olm, race: Round, install_namespace: str) -> None:
+    metadata: dict[str, Any] = {"name": race.resolution, "labels": session_labels()}
+    spec: dict[str, Any] = {
+        "packages": [{"name": PACKAGE}],
+        "installNamespace": install_namespace,
+        "progressDeadlineSeconds": 60,
+    }
+    if race.takeover:
+        metadata["annotations"] = {ANNOTATION_TAKEOVER: InstalledBundle.annotation_of([RUNNING])}
+        spec["adoptExisting"] = True
     olm.kube.create(
         RESOLUTIONS,
         {
             "apiVersion": "pivoter.io/v1alpha1",
             "kind": "Resolution",
-            "metadata": {"name": race.resolution, "labels": session_labels()},
-            "spec": {
-                "packages": [{"name": PACKAGE}],
-                "installNamespace": install_namespace,
-                "progressDeadlineSeconds": 60,
-            },
+            "metadata": metadata,
+            "spec": spec,
         },
     )
 
 
 def _create_extension(olm: Olm, race: Round) -> None:
+    annotations = '\n  annotations: {"pivoter.io/adopt-existing": "true"}' if race.takeover else ""
     olm.apply(
         f"""
 apiVersion: olm.operatorframework.io/v1
 kind: ClusterExtension
 metadata:
-  name: {race.extension}
+  name: {race.extension}{annotations}
 spec:
   namespace: ${{TEST_NAMESPACE}}
   source:
@@ -205,6 +218,10 @@ spec:
           "olm.operatorframework.io/metadata.name": ${{CATALOG:test}}
 """
     )
+    if race.takeover:
+        # What operator-controller recorded (written while the passes wait for the claims).
+        bundle = {"name": RUNNING.name, "version": RUNNING.version}
+        olm.kube.patch_status(CLUSTER_EXTENSIONS, race.extension, {"install": {"bundle": bundle}})
 
 
 def _play(olm: Olm, turns: Turns, race: Round, install_namespace: str) -> None:
@@ -265,9 +282,10 @@ def _clean(olm: Olm, race: Round) -> None:
     wait_for(gone, timeout=120, what="the round's inputs and children to be gone")
 
 
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("takeover", [False, True], ids=["install", "takeover"])
 def test_a_resolution_and_a_cluster_extension_created_together_install_a_package_once(
-    olm: Olm,
+    olm: Olm, takeover: bool
 ) -> None:
     olm.catalog("test", [Package(PACKAGE, [Bundle("1.0.0", contents=("Deployment", "ConfigMap"))])])
     olm.wait(
@@ -290,7 +308,9 @@ def test_a_resolution_and_a_cluster_extension_created_together_install_a_package
         with taking_turns(olm) as turns:
             for number in range(ROUNDS):
                 first = KINDS[number % 2]
-                race = Round(first, unique_name("race-res"), unique_name("race-ce"))
+                race = Round(
+                    first, unique_name("race-res"), unique_name("race-ce"), takeover=takeover
+                )
                 rounds.append(race)
                 try:
                     _play(olm, turns, race, install_namespace)

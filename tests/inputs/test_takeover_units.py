@@ -33,7 +33,7 @@ def _entry(package: str, bundle: str, version: str) -> Entry:
 
 def test_the_first_resolution_pins_the_running_bundle_and_takes_it_as_installed() -> None:
     requests = (PackageRequest("test", ("stable",), ">=0.1.0"), PackageRequest("other"))
-    pinned, installed = first_resolution(RUNNING, requests, [])
+    pinned, installed = first_resolution((RUNNING,), requests, [])
     assert pinned == (PackageRequest("test", ("stable",), "1.0.0"), PackageRequest("other"))
     assert installed == [Installed(name="test.v1.0.0", package="test", version="1.0.0")]
 
@@ -41,17 +41,17 @@ def test_the_first_resolution_pins_the_running_bundle_and_takes_it_as_installed(
 def test_once_anything_is_installed_the_takeover_changes_nothing() -> None:
     requests = (PackageRequest("test"),)
     mine = [Installed(name="test.v1.1.0", package="test", version="1.1.0")]
-    assert first_resolution(RUNNING, requests, mine) == (requests, mine)
-    assert first_resolution(None, requests, []) == (requests, [])
+    assert first_resolution((RUNNING,), requests, mine) == (requests, mine)
+    assert first_resolution((), requests, []) == (requests, [])
 
 
 def test_only_the_first_revision_selecting_the_running_bundle_skips_approval() -> None:
     same = ResolveSet(entries=(_entry("test", "test.v1.0.0", "1.0.0"),))
     newer = ResolveSet(entries=(_entry("test", "test.v1.1.0", "1.1.0"),))
-    assert is_takeover(RUNNING, None, same)
-    assert not is_takeover(RUNNING, 1, same)  # something of the input is active already
-    assert not is_takeover(RUNNING, None, newer)
-    assert not is_takeover(None, None, same)
+    assert is_takeover((RUNNING,), None, same)
+    assert not is_takeover((RUNNING,), 1, same)  # something of the input is active already
+    assert not is_takeover((RUNNING,), None, newer)
+    assert not is_takeover((), None, same)
 
 
 def _resolution(annotation: str) -> dict[str, object]:
@@ -62,10 +62,14 @@ def _resolution(annotation: str) -> dict[str, object]:
 
 
 def test_a_resolution_reads_its_takeover_annotation_strictly() -> None:
-    view = ResolutionView.parse(_resolution(RUNNING.annotation()))
-    assert view.takeover == RUNNING
+    view = ResolutionView.parse(_resolution(InstalledBundle.annotation_of([RUNNING])))
+    assert view.takeover == (RUNNING,)
+    one = '{"package": "test", "bundle": "test.v1.0.0", "version": "1.0.0"}'
+    assert ResolutionView.parse(_resolution(one)).takeover == (RUNNING,)
     with pytest.raises(FieldError, match=ANNOTATION_TAKEOVER):
         ResolutionView.parse(_resolution('{"package": "test"}'))
+    with pytest.raises(FieldError, match="expected JSON"):
+        ResolutionView.parse(_resolution("[]"))
     with pytest.raises(FieldError, match="expected JSON"):
         ResolutionView.parse(_resolution("test.v1.0.0"))
 
@@ -81,3 +85,17 @@ def test_a_cluster_extension_takes_over_what_its_status_records() -> None:
     assert ClusterExtensionView.parse(obj).installed is None
     obj["status"] = {"install": {"bundle": {"name": "test.v1.0.0", "version": "1.0.0"}}}
     assert ClusterExtensionView.parse(obj).installed == RUNNING
+
+
+def test_a_group_takeover_pins_every_bundle_and_needs_all_of_them_selected() -> None:
+    dependency = InstalledBundle("dep", "dep.v2.0.0", "2.0.0")
+    requests = (PackageRequest("test"), PackageRequest("dep"))
+    pinned, installed = first_resolution((RUNNING, dependency), requests, [])
+    assert [r.version_range for r in pinned] == ["1.0.0", "2.0.0"]
+    assert {i.name for i in installed} == {"test.v1.0.0", "dep.v2.0.0"}
+    both = ResolveSet(
+        entries=(_entry("test", "test.v1.0.0", "1.0.0"), _entry("dep", "dep.v2.0.0", "2.0.0"))
+    )
+    assert is_takeover((RUNNING, dependency), None, both)
+    only_one = ResolveSet(entries=(_entry("test", "test.v1.0.0", "1.0.0"),))
+    assert not is_takeover((RUNNING, dependency), None, only_one)
