@@ -11,6 +11,7 @@ Called by ``pivoter adopt``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from pivoter.kube import Kube, NotFound
@@ -55,39 +56,57 @@ def _olm_owned(kube: Kube, installed: InstalledOperator) -> list[str]:
     return found
 
 
-def plan_for(kube: Kube, installed: InstalledOperator) -> dict[str, Any]:
-    """The plan for adopting ``installed`` (which passed the refusal checks)."""
+def plan_for(
+    kube: Kube, installed: InstalledOperator, dependencies: Sequence[InstalledOperator] = ()
+) -> dict[str, Any]:
+    """The plan for adopting ``installed`` with the ``dependencies`` OLM v0 installed for it
+    (all of which passed the refusal checks)."""
     name = resolution_name(installed.namespace, installed.name)
-    resolution = resolution_for(installed, name=name, adoption_step="Planning")
+    resolution = resolution_for(
+        installed, name=name, adoption_step="Planning", dependencies=dependencies
+    )
     assert installed.csv is not None
     targets = target_namespaces(installed.csv) or []
-    csv = installed.installed_csv
-    released = [f"Subscription {installed.ref}"]
-    released += [
-        f"InstallPlan {installed.namespace}/{p['metadata']['name']}"
-        for p in installed.install_plans
-    ]
-    released += [
-        f"ClusterServiceVersion {installed.namespace}/{csv}, after OLM v0's marks are removed "
-        "from what pivoter took over; what OLM v0 made only for itself goes with it",
-        f"OperatorCondition {installed.namespace}/{csv}",
-    ]
-    return {
+    members = [installed, *dependencies]
+    released: list[str] = []
+    for member in members:
+        released += [f"Subscription {member.ref}"]
+        released += [
+            f"InstallPlan {member.namespace}/{p['metadata']['name']}" for p in member.install_plans
+        ]
+    for member in members:
+        csv = member.installed_csv
+        released += [
+            f"ClusterServiceVersion {member.namespace}/{csv}, after OLM v0's marks are removed "
+            "from what pivoter took over; what OLM v0 made only for itself goes with it",
+            f"OperatorCondition {member.namespace}/{csv}",
+        ]
+    bundles = ", ".join(f"{m.package} {m.version}" for m in members)
+    csvs = ", ".join(m.installed_csv for m in members)
+    subscriptions = ", ".join(m.ref for m in members)
+    taken: list[str] = []
+    for member in members:
+        taken += _olm_owned(kube, member)
+    plan: dict[str, Any] = {
         "subscription": installed.ref,
-        "csv": csv,
+        "csv": installed.installed_csv,
         "mode": install_mode(installed.namespace, targets),
         "resolution": resolution,
         "steps": [
-            f"create Resolution {name} paused, pinned to {installed.package} "
-            f"{installed.version}; stop here if no pivoter catalog offers {csv}",
-            f"delete Subscription {installed.ref} and its InstallPlans (OLM v0 stops upgrading; "
-            "its CSV keeps the operator running)",
-            "unpause: the child BundleDeployment applies the same bundle with adoptExisting, "
-            "taking the objects over in place; wait until it is installed and healthy",
-            "remove OLM v0's owner labels and CSV ownerReferences from what the child manages; "
-            f"delete CSV {csv} and its OperatorCondition",
-            "lift the version pin and adoptExisting: the next catalog version is a pivot",
+            f"create Resolution {name} paused, pinned to {bundles}; stop here, changing nothing, "
+            f"if no pivoter catalog offers {csvs} or if pulling, unpacking, converting or a "
+            "server-side dry run of the takeover fails (or it would replace pods)",
+            f"delete Subscription {subscriptions} and their InstallPlans (OLM v0 stops upgrading; "
+            "its CSVs keep the operators running)",
+            "unpause: the child BundleDeployments apply the same bundles with adoptExisting, "
+            "taking the objects over in place; wait until they are installed and healthy",
+            "remove OLM v0's owner labels and CSV ownerReferences from what the children manage; "
+            f"delete CSV {csvs} and their OperatorConditions",
+            "lift the version pins and adoptExisting: the next catalog version is a pivot",
         ],
-        "takenOver": _olm_owned(kube, installed),
+        "takenOver": taken,
         "released": released,
     }
+    if dependencies:
+        plan["dependencies"] = [d.ref for d in dependencies]
+    return plan

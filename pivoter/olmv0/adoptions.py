@@ -23,9 +23,10 @@ import threading
 from collections.abc import Callable, Iterator
 
 from pivoter.apis.resources import RESOLUTIONS
-from pivoter.kube import Kube, Object
+from pivoter.kube import EventRecorder, Kube, NotFound, Object
 from pivoter.olmv0 import handover
 from pivoter.olmv0.mapping import ANNOTATION_ADOPTION, LABEL_ADOPTED_FROM
+from pivoter.olmv0.resources import SUBSCRIPTIONS
 from pivoter.runtime.controller import Result
 from pivoter.runtime.manager import Manager
 
@@ -71,10 +72,15 @@ class AdoptionDriver:
     """The reconciler of the adoption controller: key ``<resolution name>``."""
 
     def __init__(
-        self, kube: Kube, starts: Starts, on_step: Callable[[str], None] | None = None
+        self,
+        kube: Kube,
+        starts: Starts,
+        on_step: Callable[[str], None] | None = None,
+        recorder: EventRecorder | None = None,
     ) -> None:
         self.kube = kube
         self.starts = starts
+        self.recorder = recorder
         self.on_step = on_step
         """Tests only: called right after each adoption step is recorded
         (:func:`pivoter.olmv0.handover.step_hook`)."""
@@ -83,19 +89,56 @@ class AdoptionDriver:
         """Advance the adoption of Resolution ``name`` by what its step needs next."""
         if name in self.starts:
             return Result(requeue_after=STEP_PERIOD)
+        before = self._step(name)
         with handover.step_hook(self.on_step):
             progress = handover.advance(self.kube, name)
+        self._tell(name, before, progress)
         if progress.done:
             log.info("adoption %s: %s: %s", name, progress.step, progress.message)
             return None
         return Result(requeue_after=STEP_PERIOD)
 
+    def _step(self, name: str) -> str:
+        try:
+            res = self.kube.get(RESOLUTIONS, name)
+        except NotFound:
+            return ""
+        return str((res["metadata"].get("annotations") or {}).get(ANNOTATION_ADOPTION) or "")
+
+    def _tell(self, name: str, before: str, progress: handover.AdoptionProgress) -> None:
+        """Events a person finds with ``kubectl describe``: each step reached (on the
+        Resolution), and a failure (on the Subscription, which is still OLM v0's)."""
+        if self.recorder is None:
+            return
+        if progress.step == handover.FAILED:
+            namespace, _, subscription = progress.subscription.partition("/")
+            if not (namespace and subscription):
+                return  # e.g. the Resolution is gone: nothing names the Subscription any more
+            try:
+                sub = self.kube.get(SUBSCRIPTIONS, subscription, namespace)
+            except NotFound:
+                return
+            self.recorder.event(sub, "Warning", "AdoptionFailed", "Adopt", progress.message)
+            return
+        if progress.step == before:
+            return
+        try:
+            res = self.kube.get(RESOLUTIONS, name)
+        except NotFound:
+            return
+        self.recorder.event(
+            res, "Normal", f"Adoption{progress.step}", "Adopt", progress.message or progress.step
+        )
+
 
 def register(
-    manager: Manager, starts: Starts, on_step: Callable[[str], None] | None = None
+    manager: Manager,
+    starts: Starts,
+    on_step: Callable[[str], None] | None = None,
+    recorder: EventRecorder | None = None,
 ) -> AdoptionDriver:
     """Register the adoption controller on ``manager``."""
-    driver = AdoptionDriver(manager.kube, starts, on_step)
+    driver = AdoptionDriver(manager.kube, starts, on_step, recorder)
     controller = manager.controller(CONTROLLER, driver.reconcile)
     adoptions = manager.informer_for(RESOLUTIONS, label_selector=LABEL_ADOPTED_FROM)
     controller.watch(adoptions, in_progress)

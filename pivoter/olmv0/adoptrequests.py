@@ -4,7 +4,8 @@ adoption, or say why it cannot start.
 A Subscription asks with the annotation :data:`ANNOTATION_ADOPT` (``pivoter.io/adopt: "true"``)
 on itself or on its Namespace. Its key, ``<namespace>/<name>``, is reconciled on every change of
 the Subscription or its Namespace: when no adoption Resolution exists yet, the Subscription is
-surveyed and checked (:mod:`pivoter.olmv0.refusals`); a refusal is written on the Subscription
+surveyed and checked (:mod:`pivoter.olmv0.refusals`; with the dependencies OLM v0 installed for
+it, :mod:`pivoter.olmv0.groups`); a refusal is written on the Subscription
 (annotation :data:`ANNOTATION_REFUSED`, and a Warning Event) and looked at again every minute,
 anything else starts the adoption (:func:`pivoter.olmv0.handover.start`). Once the Resolution
 exists this controller leaves it to :mod:`pivoter.olmv0.adoptions`, which drives it to the end
@@ -15,12 +16,13 @@ Registered by :func:`pivoter.olmv0.controller.setup`.
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 from collections.abc import Callable
 
 from pivoter.apis.resources import NAMESPACES, RESOLUTIONS
 from pivoter.kube import EventRecorder, Kube, NotFound, Object
-from pivoter.olmv0 import handover
+from pivoter.olmv0 import groups, handover
 from pivoter.olmv0.adoptions import Starts
 from pivoter.olmv0.mapping import resolution_name
 from pivoter.olmv0.refusals import refusals
@@ -47,6 +49,7 @@ ANNOTATION_ADOPT = "pivoter.io/adopt"
 ANNOTATION_REFUSED = "olmv0.pivoter.io/adoption-refused"
 """On a Subscription that asked: why it cannot be adopted (removed once it can)."""
 REFUSED_PERIOD = 60.0
+STARTED_GONE_PERIOD = 5.0
 
 
 def _annotated(obj: Object) -> bool:
@@ -80,16 +83,31 @@ class SubscriptionAdopter:
         if not self._asks(sub, namespace):
             return None
         resolution = resolution_name(namespace, name)
-        if self._started(resolution):
+        started = self._started(resolution)
+        if started is not None:
+            if started["metadata"].get("deletionTimestamp"):
+                # An adoption that failed is being deleted: look again once it is gone.
+                return Result(requeue_after=STARTED_GONE_PERIOD)
             return None  # the adoptions controller drives it
-        found = survey(self.kube, namespace, name)
-        reasons = refusals(found.installed[0])
+        wait = _failed_recently(sub)
+        if wait > 0:
+            return Result(requeue_after=wait)  # tried a moment ago; its failure is on it
+        whole = survey(self.kube, namespace)
+        asked = next((i for i in whole.installed if i.name == name), None)
+        if asked is None:
+            return None  # deleted since
+        # With the dependencies OLM v0 installed for it (pivoter.olmv0.groups); a dependency
+        # some other operator of OLM v0's requires is adopted with that one, not alone.
+        group = groups.group_of(asked, whole.installed)
+        reasons = groups.held_back_by(group, whole.installed)
+        for member in group:
+            reasons += refusals(member)
         if reasons:
             self._refuse(sub, "; ".join(reasons))
             return Result(requeue_after=REFUSED_PERIOD)
         self._unrefuse(sub)
         with self.starts.starting(resolution), handover.step_hook(self.on_step):
-            handover.start(self.kube, found.installed[0], resolution)
+            handover.start(self.kube, asked, resolution, group[1:])
         log.info("adopting Subscription %s/%s as Resolution %s", namespace, name, resolution)
         return None
 
@@ -102,12 +120,11 @@ class SubscriptionAdopter:
         except NotFound:
             return False
 
-    def _started(self, resolution: str) -> bool:
+    def _started(self, resolution: str) -> Object | None:
         try:
-            self.kube.get(RESOLUTIONS, resolution)
+            return self.kube.get(RESOLUTIONS, resolution)
         except NotFound:
-            return False
-        return True
+            return None
 
     def _refuse(self, sub: Object, text: str) -> None:
         """Write why ``sub`` cannot be adopted on it, with a Warning Event (once per reason)."""
@@ -130,6 +147,21 @@ class SubscriptionAdopter:
             {"metadata": {"annotations": {ANNOTATION_REFUSED: refused}}},
             metadata["namespace"],
         )
+
+
+def _failed_recently(sub: Object) -> float:
+    """Seconds until an adoption that failed before OLM v0 let go may be tried again (0: now)."""
+    text = (sub["metadata"].get("annotations") or {}).get(handover.ANNOTATION_FAILED_AT)
+    if not isinstance(text, str) or not text:
+        return 0.0
+    try:
+        at = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return 0.0
+    if at.tzinfo is None:
+        at = at.replace(tzinfo=dt.UTC)
+    elapsed = (dt.datetime.now(dt.UTC) - at).total_seconds()
+    return max(0.0, min(handover.RETRY_FAILED_SECONDS, handover.RETRY_FAILED_SECONDS - elapsed))
 
 
 def _in_namespace(subscriptions: Informer, ns: Object) -> list[str]:

@@ -49,5 +49,5 @@ def setup(
     starts = adoptions.Starts()
     return Adopter(
         subscriptions=adoptrequests.register(manager, starts, recorder, on_step),
-        adoptions=adoptions.register(manager, starts, on_step),
+        adoptions=adoptions.register(manager, starts, on_step, recorder),
     )

@@ -32,8 +32,10 @@ recorded step. :func:`advance` is called by the adoption controller
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import logging
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -41,12 +43,14 @@ from typing import Any
 from pivoter.apis.inventory import inventory_of
 from pivoter.apis.pivoter import TYPE_PROGRESSING, TYPE_RESOLVED
 from pivoter.apis.resources import RESOLUTIONS
+from pivoter.apis.views import ANNOTATION_TAKEOVER
 from pivoter.inputs.record import Record
 from pivoter.kube import Conflict, Kube, NotFound, Object
 from pivoter.olmv0 import quiet
 from pivoter.olmv0.mapping import (
     ANNOTATION_ADOPTION,
     ANNOTATION_CSV,
+    recorded_dependencies,
     recorded_subscription,
     resolution_for,
 )
@@ -66,10 +70,14 @@ from pivoter.resolvesets import InputRef
 
 __all__ = [
     "ADOPTED",
+    "ANNOTATION_FAILED",
+    "ANNOTATION_FAILED_AT",
+    "ANNOTATION_MESSAGE",
     "FAILED",
     "INSTALLING",
     "PLANNING",
     "RELEASING",
+    "RETRY_FAILED_SECONDS",
     "AdoptionProgress",
     "advance",
     "start",
@@ -84,6 +92,17 @@ RELEASING = "Releasing"
 ADOPTED = "Adopted"
 FAILED = "Failed"
 ANNOTATION_MESSAGE = "olmv0.pivoter.io/adoption-message"
+"""On the Resolution: the adoption's last message (what it waits for, what failed)."""
+ANNOTATION_FAILED = "olmv0.pivoter.io/adoption-failed"
+"""On the Subscription: why its adoption failed before OLM v0 let go (its Resolution is gone);
+the adoption controller tries again :data:`RETRY_FAILED_SECONDS` after
+:data:`ANNOTATION_FAILED_AT`."""
+ANNOTATION_FAILED_AT = "olmv0.pivoter.io/adoption-failed-at"
+ANNOTATION_PREFLIGHT_FAILING = "olmv0.pivoter.io/preflight-failing-since"
+"""On the Resolution: when its pre-flight was first seen failing (unix seconds)."""
+PREFLIGHT_GRACE_SECONDS = 30.0
+"""How long a failing pre-flight is looked at again before the adoption gives up."""
+RETRY_FAILED_SECONDS = 60.0
 _STEP_HOOK: ContextVar[Callable[[str], None] | None] = ContextVar("step_hook", default=None)
 OLM_LABELS = (LABEL_OWNER, LABEL_OWNER_NAMESPACE, LABEL_OWNER_KIND)
 
@@ -94,6 +113,8 @@ class AdoptionProgress:
 
     step: str
     message: str
+    subscription: str = ""
+    """``<namespace>/<name>`` of the adopted Subscription ("" when unknown)."""
 
     @property
     def done(self) -> bool:
@@ -101,14 +122,28 @@ class AdoptionProgress:
         return self.step in (ADOPTED, FAILED)
 
 
-def start(kube: Kube, installed: InstalledOperator, name: str) -> Object:
-    """Create the paused Resolution that adopts ``installed`` (or return the existing one)."""
+def start(
+    kube: Kube,
+    installed: InstalledOperator,
+    name: str,
+    dependencies: Sequence[InstalledOperator] = (),
+) -> Object:
+    """Create the paused Resolution that adopts ``installed`` and the ``dependencies`` OLM v0
+    installed for it (:mod:`pivoter.olmv0.groups`), or return the existing one."""
     body = resolution_for(
         installed,
         name=name,
         adoption_step=PLANNING,
         object_names=object_names(kube, installed.installed_csv, installed.namespace),
+        dependencies=dependencies,
+        dependency_names={
+            d.package: object_names(kube, d.installed_csv, d.namespace) for d in dependencies
+        },
     )
+    # A failure recorded by an earlier attempt is not this one's.
+    cleared = {"metadata": {"annotations": {ANNOTATION_FAILED: None, ANNOTATION_FAILED_AT: None}}}
+    with contextlib.suppress(NotFound):
+        kube.merge_patch(SUBSCRIPTIONS, installed.name, cleared, installed.namespace)
     try:
         created = kube.create(RESOLUTIONS, body)
     except Conflict:
@@ -129,7 +164,15 @@ def _record(kube: Kube, name: str, step: str, message: str = "") -> None:
     kube.merge_patch(
         RESOLUTIONS,
         name,
-        {"metadata": {"annotations": {ANNOTATION_ADOPTION: step, ANNOTATION_MESSAGE: message}}},
+        {
+            "metadata": {
+                "annotations": {
+                    ANNOTATION_ADOPTION: step,
+                    ANNOTATION_MESSAGE: message,
+                    ANNOTATION_PREFLIGHT_FAILING: None,
+                }
+            }
+        },
     )
     _hold(step)
 
@@ -180,10 +223,11 @@ def _plan(kube: Kube, res: Object) -> AdoptionProgress:
     if resolved.get("observedGeneration") != res["metadata"].get("generation"):
         return AdoptionProgress(PLANNING, "waiting for the Resolution to resolve")
     csv = _annotations(res)[ANNOTATION_CSV]
+    csvs = sorted(m.csv for m in _members(res))
     resolution = Record.from_status(res.get("status")).resolution
     if resolution is not None and not resolution.ok:
         message = (
-            f"no pivoter catalog offers the installed bundle {csv}: "
+            f"no pivoter catalog offers the installed bundle {', '.join(csvs)}: "
             f"{resolved.get('message', '')}; nothing was changed (the Resolution is deleted)"
         )
         with contextlib.suppress(NotFound):
@@ -193,29 +237,78 @@ def _plan(kube: Kube, res: Object) -> AdoptionProgress:
     bundles = [s.get("bundle") for s in selection]
     if resolution is None or not selection:
         return AdoptionProgress(PLANNING, "waiting for the Resolution to resolve")
-    if bundles != [csv]:
+    if sorted(str(b) for b in bundles) != csvs:
         message = (
             f"the catalogs resolve to {', '.join(str(b) for b in bundles)}, not the installed "
-            f"{csv}; nothing was changed (the Resolution is deleted)"
+            f"{', '.join(csvs)}; nothing was changed (the Resolution is deleted)"
         )
         with contextlib.suppress(NotFound):
             kube.delete(RESOLUTIONS, name)
         return AdoptionProgress(FAILED, message)
-    _record(kube, name, INSTALLING)
+    # Before the point of no return: the paused Resolution's plan pulled the bundle (with the
+    # credentials OLM v0's CatalogSource and the cluster give), unpacked and converted it and
+    # ran a server-side dry run of the takeover against the live objects, as the identity that
+    # will install. Anything that fails there fails here, while OLM v0 still manages it all.
+    objects = _preflight(res)
+    if (
+        objects is None
+        or "pending" in objects
+        or not ("problem" in objects or "restarts" in objects)
+    ):
+        waiting = (objects or {}).get("pending") or "the plan"
+        return AdoptionProgress(
+            PLANNING,
+            f"checking {csv} before OLM v0 lets go (pull, unpack, convert, server-side dry run "
+            f"of the takeover): waiting for {waiting}",
+        )
+    if "problem" in objects:
+        # A problem may pass on its own (catalogs still loading after a restart resolve the
+        # bundle from a catalog that cannot install it; a registry answering again): it is
+        # looked at again for a while before the adoption gives up.
+        failing = _failing_for(kube, res)
+        if failing < PREFLIGHT_GRACE_SECONDS:
+            return AdoptionProgress(
+                PLANNING,
+                f"{csv} cannot be taken over yet: {objects['problem']} (checked again for "
+                f"{PREFLIGHT_GRACE_SECONDS - failing:.0f} s more before the adoption gives up; "
+                "nothing was changed)",
+            )
+        message = (
+            f"{csv} cannot be taken over: {objects['problem']}; nothing was changed: OLM v0 "
+            "still manages the operator (the Resolution is deleted; fix the cause and adopt "
+            "again)"
+        )
+        with contextlib.suppress(NotFound):
+            kube.delete(RESOLUTIONS, name)
+        return AdoptionProgress(FAILED, message)
+    refusal = _would_disturb(csv, objects)
+    if refusal:
+        with contextlib.suppress(NotFound):
+            kube.delete(RESOLUTIONS, name)
+        return AdoptionProgress(FAILED, refusal)
+    _record(kube, name, INSTALLING, f"checked: {objects.get('dryRun', '')}")
     return _install(kube, kube.get(RESOLUTIONS, name))
 
 
 def _install(kube: Kube, res: Object) -> AdoptionProgress:
     name = res["metadata"]["name"]
     namespace, subscription = _subscription(res)
+    members = _members(res)
+    names = {m.subscription for m in members}
     for plan in kube.list(INSTALL_PLANS, namespace)[0]:
         owners = plan["metadata"].get("ownerReferences") or []
-        if any(o.get("kind") == "Subscription" and o.get("name") == subscription for o in owners):
+        if any(o.get("kind") == "Subscription" and o.get("name") in names for o in owners):
             _delete(kube, INSTALL_PLANS, plan["metadata"]["name"], namespace)
-    _delete(kube, SUBSCRIPTIONS, subscription, namespace)
+    for member in members:
+        _delete(kube, SUBSCRIPTIONS, member.subscription, namespace)
     if (res.get("spec") or {}).get("paused"):
-        csv = _annotations(res)[ANNOTATION_CSV]
-        seen = quiet.observe(kube, csv, namespace, _annotations(res).get(quiet.ANNOTATION_QUIET))
+        csv = ", ".join(m.csv for m in members)
+        seen = quiet.observe(
+            kube,
+            [m.csv for m in members],
+            namespace,
+            _annotations(res).get(quiet.ANNOTATION_QUIET),
+        )
         if not seen.done:
             kube.merge_patch(
                 RESOLUTIONS,
@@ -227,8 +320,8 @@ def _install(kube: Kube, res: Object) -> AdoptionProgress:
                 f"waiting for OLM v0 to stop writing the objects of {csv} "
                 f"({seen.waited:.0f}/{quiet.QUIET_SECONDS:.0f} s unchanged)",
             )
-        names = object_names(kube, csv, namespace)
-        spec = {"paused": None, "packages": _renamed(res["spec"]["packages"], names)}
+        renamed = {m.package: object_names(kube, m.csv, namespace) for m in members}
+        spec = {"paused": None, "packages": _renamed(res["spec"]["packages"], renamed)}
         res = kube.merge_patch(RESOLUTIONS, name, {"spec": spec})
     children = Children(kube, InputRef("Resolution", name)).list()
     states = {package: state_of(bd) for package, bd in children.items()}
@@ -238,7 +331,10 @@ def _install(kube: Kube, res: Object) -> AdoptionProgress:
         return AdoptionProgress(
             INSTALLING,
             f"the pivot that adopts failed: {progressing.get('message', '')}; OLM v0's CSV still "
-            "runs the operator; fix the cause and retry (pivoter.io/retry-now)",
+            "runs the operator. Fix the cause and retry (annotation pivoter.io/retry-now on "
+            f"Resolution {name}), or give the operator back to OLM v0: pivoter adopt "
+            f"--subscription {namespace}/{subscription} --undo (the Subscription is recorded on "
+            "the Resolution)",
         )
     if not children or any(s != ChildState.READY for s, _, _ in states.values()):
         detail = "; ".join(f"{p}: {s.value} {m}" for p, (s, _, m) in states.items())
@@ -249,14 +345,104 @@ def _install(kube: Kube, res: Object) -> AdoptionProgress:
     return _release(kube, kube.get(RESOLUTIONS, name))
 
 
-def _renamed(packages: list[dict[str, Any]], names: dict[str, str]) -> list[dict[str, Any]]:
-    """The adopted package (the only one) with ``objectNames`` read again now that OLM v0 is
-    quiet (:func:`pivoter.olmv0.names.object_names` says why once at the start is not enough)."""
+def _failing_for(kube: Kube, res: Object, now: Callable[[], float] = time.time) -> float:
+    """Seconds the pre-flight has been failing (recorded on the Resolution the first time, so a
+    restarted daemon keeps counting)."""
+    current = now()
+    text = _annotations(res).get(ANNOTATION_PREFLIGHT_FAILING, "")
+    try:
+        since = float(text)
+    except ValueError:
+        since = current + 1.0
+    if since > current:
+        patch = {"metadata": {"annotations": {ANNOTATION_PREFLIGHT_FAILING: f"{current:.3f}"}}}
+        with contextlib.suppress(NotFound):
+            kube.merge_patch(RESOLUTIONS, res["metadata"]["name"], patch)
+        return 0.0
+    return current - since
+
+
+def _would_disturb(csv: str, objects: dict[str, Any]) -> str:
+    """Why the takeover the dry run checked would disturb the running operator ("" when it
+    would not): it would replace pods (a workload's pod template would change), or an object it
+    takes over could not be read to compare. A takeover changes ownership, never what runs."""
+    restarts = [str(r) for r in objects.get("restarts") or []]
+    unread = [str(u) for u in objects.get("unread") or []]
+    if not restarts and not unread:
+        return ""
+    fields = {
+        f"{c.get('kind')} {c.get('name')}": c.get("fields") or []
+        for c in objects.get("changes") or []
+        if c.get("kind") in ("Deployment", "StatefulSet", "DaemonSet")
+    }
+    parts = []
+    if restarts:
+        changed = "; ".join(
+            f"{what}: {', '.join(str(f) for f in paths[:5])}" for what, paths in fields.items()
+        )
+        parts.append(
+            f"taking {csv} over would replace the pods of {', '.join(restarts)} (their pod "
+            f"template would change: {changed})"
+        )
+    if unread:
+        parts.append(
+            f"the objects {', '.join(unread)} could not be read to compare with what pivoter "
+            "would apply (grant the installing identity get on them)"
+        )
+    return (
+        "; ".join(parts) + "; nothing was changed: OLM v0 still manages the operator (the "
+        "Resolution is deleted)"
+    )
+
+
+def _preflight(res: Object) -> dict[str, Any] | None:
+    """The objects section of the paused Resolution's plan for its current selection (None
+    while it has none): ``pending``, ``problem``, or the objects and the dry run's summary."""
+    status = res.get("status") or {}
+    plan = status.get("pendingPlan") or {}
+    objects = plan.get("objects")
+    if not isinstance(objects, dict):
+        return None
+    if plan.get("selectionHash") != status.get("selectionHash"):
+        return None  # a plan for an earlier selection
+    return objects
+
+
+@dataclass(frozen=True)
+class _Member:
+    """One Subscription of an adoption: the one asked for, or a dependency taken with it."""
+
+    subscription: str
+    csv: str
+    package: str
+
+
+def _members(res: Object) -> list[_Member]:
+    """The adopted Subscription and its dependencies' (:mod:`pivoter.olmv0.groups`)."""
+    recorded = recorded_subscription(res)
+    primary = _Member(
+        str(recorded.get("name") or ""),
+        _annotations(res).get(ANNOTATION_CSV, ""),
+        str((recorded.get("spec") or {}).get("name") or ""),
+    )
+    return [primary] + [
+        _Member(str(d["name"]), str(d["csv"]), str(d["package"]))
+        for d in recorded_dependencies(res)
+    ]
+
+
+def _renamed(
+    packages: list[dict[str, Any]], names: Mapping[str, Mapping[str, str]]
+) -> list[dict[str, Any]]:
+    """The adopted packages with ``objectNames`` read again now that OLM v0 is quiet (``names``:
+    by package; :func:`pivoter.olmv0.names.object_names` says why once at the start is not
+    enough)."""
     renamed = []
     for package in packages:
         config = {k: v for k, v in (package.get("config") or {}).items() if k != "objectNames"}
-        if names:
-            config["objectNames"] = names
+        mine = names.get(str(package.get("name") or ""))
+        if mine:
+            config["objectNames"] = dict(mine)
         renamed.append({**package, "config": config})
     return renamed
 
@@ -284,22 +470,33 @@ def _strip(kube: Kube, ref: Any) -> None:
 def _release(kube: Kube, res: Object) -> AdoptionProgress:
     name = res["metadata"]["name"]
     namespace, _ = _subscription(res)
-    csv = _annotations(res)[ANNOTATION_CSV]
+    csvs = [m.csv for m in _members(res)]
     for bd in Children(kube, InputRef("Resolution", name)).list().values():
         for ref in inventory_of(bd.get("status")):
             _strip(kube, ref)
     # Background: what OLM v0 made for itself and pivoter did not take over (its OperatorCondition
     # and the Role for it, the Role that reads the certificate Secret, namespaced copies of roles
     # pivoter holds cluster-wide) goes with the CSV; what pivoter took over no longer names it.
-    gone = _delete(kube, CSVS, csv, namespace)
-    _delete(kube, OPERATOR_CONDITIONS, csv, namespace)
-    if not gone:
-        return AdoptionProgress(RELEASING, f"waiting for OLM v0 to let go of CSV {csv}")
+    remaining = []
+    for csv in csvs:
+        if not _delete(kube, CSVS, csv, namespace):
+            remaining.append(csv)
+        _delete(kube, OPERATOR_CONDITIONS, csv, namespace)
+    if remaining:
+        return AdoptionProgress(
+            RELEASING, f"waiting for OLM v0 to let go of CSV {', '.join(remaining)}"
+        )
     res = kube.merge_patch(
         RESOLUTIONS,
         name,
         {
-            "metadata": {"annotations": {ANNOTATION_ADOPTION: ADOPTED, ANNOTATION_MESSAGE: ""}},
+            "metadata": {
+                "annotations": {
+                    ANNOTATION_ADOPTION: ADOPTED,
+                    ANNOTATION_MESSAGE: "",
+                    ANNOTATION_TAKEOVER: None,
+                }
+            },
             "spec": {
                 "packages": [_unpinned(p) for p in (res.get("spec") or {}).get("packages") or []],
                 "adoptExisting": None,
@@ -333,4 +530,33 @@ def advance(kube: Kube, name: str) -> AdoptionProgress:
     action = STEPS.get(step)
     if action is None:
         return AdoptionProgress(FAILED, f"Resolution {name} records no adoption step")
-    return action(kube, res)
+    namespace, subscription = _subscription(res)
+    progress = action(kube, res)
+    progress = AdoptionProgress(progress.step, progress.message, f"{namespace}/{subscription}")
+    if progress.step == FAILED:
+        _failed_on_subscription(kube, namespace, subscription, progress.message)
+    elif progress.step != ADOPTED:
+        _note(kube, name, progress.message)
+    return progress
+
+
+def _note(kube: Kube, name: str, message: str) -> None:
+    """Keep the adoption's last message on its Resolution (``kubectl describe`` shows it)."""
+    try:
+        current = _annotations(kube.get(RESOLUTIONS, name)).get(ANNOTATION_MESSAGE, "")
+    except NotFound:
+        return
+    if current != message:
+        with contextlib.suppress(NotFound):
+            kube.merge_patch(
+                RESOLUTIONS, name, {"metadata": {"annotations": {ANNOTATION_MESSAGE: message}}}
+            )
+
+
+def _failed_on_subscription(kube: Kube, namespace: str, name: str, message: str) -> None:
+    """An adoption that failed before the point of no return deleted its Resolution: the
+    Subscription (still OLM v0's) says why, and when (:data:`ANNOTATION_FAILED`)."""
+    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    patch = {"metadata": {"annotations": {ANNOTATION_FAILED: message, ANNOTATION_FAILED_AT: now}}}
+    with contextlib.suppress(NotFound):
+        kube.merge_patch(SUBSCRIPTIONS, name, patch, namespace)

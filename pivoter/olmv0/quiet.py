@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pivoter.kube import Kube, NotFound, Object, Resource
@@ -44,8 +44,11 @@ class Quiet:
     """Seconds the objects have been unchanged."""
 
 
-def _digest(kube: Kube, csv: str, namespace: str) -> str:
-    selector = f"{LABEL_OWNER}={csv}"
+def _digest(kube: Kube, csvs: Sequence[str], namespace: str) -> str:
+    names = sorted(set(csvs))
+    selector = (
+        f"{LABEL_OWNER}={names[0]}" if len(names) == 1 else f"{LABEL_OWNER} in ({','.join(names)})"
+    )
     seen: list[str] = []
     for resource in (*OWNED_NAMESPACED, *OWNED_CLUSTER):
         try:
@@ -74,14 +77,15 @@ def _identity(resource: Resource, obj: Object) -> str:
 
 def observe(
     kube: Kube,
-    csv: str,
+    csv: str | Sequence[str],
     namespace: str,
     recorded: str | None,
     now: Callable[[], float] = time.time,
 ) -> Quiet:
-    """Compare OLM v0's objects for ``csv`` with the ``recorded`` observation (the value of
+    """Compare OLM v0's objects for ``csv`` (one CSV, or the CSVs of an adopted group) with the
+    ``recorded`` observation (the value of
     :data:`ANNOTATION_QUIET`); the returned annotation is what to record next."""
-    digest = _digest(kube, csv, namespace)
+    digest = _digest(kube, [csv] if isinstance(csv, str) else list(csv), namespace)
     current = now()
     previous, _, since_text = (recorded or "").partition(" ")
     try:

@@ -7,14 +7,14 @@ install is one pivoter can express. Each check returns one-line reasons that say
 * the Subscription has no installed CSV yet, or its CSV is missing;
 * the CSV is not ``Succeeded`` (``Failed``: pivoter would take over a broken install; any other
   phase: OLM v0 is still working on it);
-* the Subscription has an InstallPlan that is not finished (awaiting approval, installing):
+* the Subscription has an InstallPlan that is not finished (approved and installing; one of a
+  Manual Subscription that nobody approved is no reason: OLM v0 does nothing with it):
   OLM v0 is in the middle of an install or upgrade;
 * the namespace has no OperatorGroup, or more than one (OLM v0 itself stops then), or its
   OperatorGroup picks its target namespaces with a label selector (the targets change with
   labels; a pivoter install has a fixed list), or the CSV was not given its targets yet;
 * the CSV does not support the install mode its targets imply (pivoter's conversion would
   refuse it; OLM v0 shows this as a failed CSV);
-* the CSV owns APIServices (pivoter refuses such bundles, docs/registry-v1.md);
 * the Subscription's ``spec.config`` has keys pivoter's ``deploymentConfig`` does not take;
 * adopting a whole namespace that has CSVs no Subscription installed (nothing would manage
   them afterwards).
@@ -77,11 +77,21 @@ def _plan_reason(plan: Mapping[str, Any]) -> str | None:
     csvs = ", ".join((plan.get("spec") or {}).get("clusterServiceVersionNames") or []) or "?"
     if phase == "Failed":
         return None  # a failed plan changes nothing any more; OLM v0 has given up on it
-    what = "awaiting approval" if phase == "RequiresApproval" else f"in phase {phase}"
+    if _waits_for_approval(plan):
+        # A Manual upgrade nobody approved: OLM v0 does nothing with it. The adoption deletes
+        # it; pivoter's next revision waits for approval in its place.
+        return None
+    what = "approved, not yet installed" if phase == "RequiresApproval" else f"in phase {phase}"
     return (
         f"InstallPlan {name} (for {csvs}) is {what}: OLM v0 is in the middle of an install or "
         "upgrade; approve it and let it finish, or delete it, then adopt"
     )
+
+
+def _waits_for_approval(plan: Mapping[str, Any]) -> bool:
+    """An InstallPlan of a Manual Subscription that waits for an approval nobody gave."""
+    phase = str((plan.get("status") or {}).get("phase") or "")
+    return phase == "RequiresApproval" and not (plan.get("spec") or {}).get("approved")
 
 
 def _group_reasons(installed: InstalledOperator) -> list[str]:
@@ -146,7 +156,16 @@ def refusals(installed: InstalledOperator) -> list[str]:
     csv = installed.csv
     reasons += _phase_reasons(installed)
     state = str((installed.subscription.get("status") or {}).get("state") or "")
-    if state == "UpgradePending":
+    unfinished = [
+        p
+        for p in installed.install_plans
+        if str((p.get("status") or {}).get("phase") or "Planning") not in FINISHED_PLAN_PHASES
+    ]
+    # A Manual upgrade waiting for approval keeps a Subscription UpgradePending; OLM v0 does
+    # nothing until someone approves, so that state alone is no reason.
+    if state == "UpgradePending" and not (
+        unfinished and all(_waits_for_approval(p) for p in unfinished)
+    ):
         reasons.append(
             f"{where} is in state UpgradePending: OLM v0 is upgrading it; adopt once it is "
             "AtLatestKnown"
@@ -166,13 +185,6 @@ def refusals(installed: InstalledOperator) -> list[str]:
                 f"({', '.join(sorted(_supported_modes(csv))) or 'none'}): pivoter's install "
                 "mode cannot express it"
             )
-    owned = ((csv.get("spec") or {}).get("apiservicedefinitions") or {}).get("owned") or []
-    if owned:
-        names = ", ".join(f"{o.get('version')}.{o.get('group')}" for o in owned)
-        reasons.append(
-            f"CSV {installed.installed_csv} owns APIServices ({names}); pivoter does not install "
-            "aggregated API servers (docs/registry-v1.md)"
-        )
     config = installed.spec.get("config") or {}
     unknown = sorted(
         k for k in config if k not in DEPLOYMENT_CONFIG_KEYS and k not in IGNORED_CONFIG_KEYS

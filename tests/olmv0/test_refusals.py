@@ -71,12 +71,12 @@ def test_a_settled_install_is_adoptable() -> None:
                 plans=[
                     {
                         "metadata": {"name": "install-x"},
-                        "spec": {"clusterServiceVersionNames": ["op.v1.1.0"]},
-                        "status": {"phase": "RequiresApproval"},
+                        "spec": {"clusterServiceVersionNames": ["op.v1.1.0"], "approved": True},
+                        "status": {"phase": "Installing"},
                     }
                 ]
             ),
-            "InstallPlan install-x (for op.v1.1.0) is awaiting approval: OLM v0 is in the middle",
+            "InstallPlan install-x (for op.v1.1.0) is in phase Installing: OLM v0 is in the middle",
         ),
         (_installed(state="UpgradePending"), "is in state UpgradePending"),
         (_installed(groups=[]), "namespace ops has no OperatorGroup"),
@@ -100,10 +100,6 @@ def test_a_settled_install_is_adoptable() -> None:
         ),
         (_installed(_csv(targets=None)), "has no olm.targetNamespaces annotation yet"),
         (
-            _installed(_csv(apiservicedefinitions={"owned": [{"group": "x.io", "version": "v1"}]})),
-            "owns APIServices (v1.x.io)",
-        ),
-        (
             _installed(sub_spec={"config": {"hostNetwork": True}}),
             "spec.config has hostNetwork, which pivoter's deploymentConfig does not take",
         ),
@@ -113,6 +109,11 @@ def test_refusals_say_why_and_what_to_do(installed: InstalledOperator, expected:
     found = refusals(installed)
     assert len(found) == 1, found
     assert expected in found[0]
+
+
+def test_owned_apiservices_do_not_block() -> None:
+    owned = [{"group": "x.io", "version": "v1", "kind": "X", "deploymentName": "op"}]
+    assert refusals(_installed(_csv(apiservicedefinitions={"owned": owned}))) == []
 
 
 def test_a_finished_or_failed_install_plan_does_not_block() -> None:
@@ -177,3 +178,17 @@ def test_the_resolution_maps_the_subscription() -> None:
     assert res["metadata"]["labels"] == {mapping.LABEL_ADOPTED_FROM: "ops"}
     long_name = mapping.resolution_name("n" * 40, "s" * 40)
     assert len(long_name) == 63
+
+
+def test_a_manual_upgrade_nobody_approved_does_not_block() -> None:
+    """OLM v0 does nothing with it; pivoter's next revision waits for approval instead."""
+    waiting = {
+        "metadata": {"name": "install-y"},
+        "spec": {"clusterServiceVersionNames": ["op.v1.1.0"], "approved": False},
+        "status": {"phase": "RequiresApproval"},
+    }
+    assert refusals(_installed(plans=[waiting], state="UpgradePending")) == []
+    approved = {**waiting, "spec": {**waiting["spec"], "approved": True}}
+    found = refusals(_installed(plans=[approved], state="UpgradePending"))
+    assert any("approved, not yet installed" in r for r in found), found
+    assert any("UpgradePending" in r for r in found), found
