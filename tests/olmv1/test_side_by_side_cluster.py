@@ -30,6 +30,7 @@ import yaml
 
 from pivoter.apis.resources import BUNDLE_DEPLOYMENTS, CLUSTER_CATALOGS, LEASES
 from pivoter.catalogs import SourceSettings
+from pivoter.cli.main import main
 from pivoter.daemon.product import Product, build
 from pivoter.daemon.settings import Scope, Settings
 from pivoter.kube import Kube, KubeError, NotFound, load_client
@@ -188,12 +189,22 @@ def _catalog(name: str) -> dict[str, Any]:
 
 
 def test_catalogds_leftover_webhook_is_found_and_its_removal_unblocks(
-    olm: Olm, catalogd_webhook: str
+    olm: Olm, catalogd_webhook: str, cluster: TestCluster, capsys: pytest.CaptureFixture[str]
 ) -> None:
     catalog = unique_name("left")
     with pytest.raises(KubeError) as refused:
         olm.kube.create(CLUSTER_CATALOGS, _catalog(catalog))
     assert "catalogd-service" in str(refused.value)
+
+    # pivoter adopt --check --all says so, and fails (exit 3) while it blocks.
+    code = main(
+        ["adopt", "--check", "--all", "--kubeconfig", str(cluster.kubeconfig), "-o", "json"]
+    )
+    reported = json.loads(capsys.readouterr().out)["olmv1Leftovers"]
+    assert code == 3
+    webhook = next(f for f in reported if f["name"] == catalogd_webhook)
+    assert webhook["blocks"] is True
+    assert f"kubectl delete mutatingwebhookconfiguration {catalogd_webhook}" in webhook["message"]
 
     found = [f for f in leftovers.findings(olm.kube) if f.name == catalogd_webhook]
     assert len(found) == 1, found
