@@ -274,3 +274,25 @@ def _private_resolver(name: str, ns_ip: str) -> None:
     etc.mkdir(parents=True, exist_ok=True)
     (etc / "hosts").write_text(f"127.0.0.1 localhost\n{ns_ip} {name}\n")
     (etc / "resolv.conf").write_text("# no name server inside the test namespace\n")
+
+
+@contextlib.contextmanager
+def routed_address(netns: NetNamespace, address: str) -> Iterator[None]:
+    """Make ``address`` (a pod's IP that nothing on the host serves, as kwok gives them) answer
+    inside ``netns``: it is added to the namespace's loopback, and the host routes
+    ``address/32`` to the namespace's side of the veth pair, so a server bound to it there (see
+    :meth:`NetNamespace.bound_socket`) is what the API server reaches through the Service's
+    EndpointSlice that kube-controller-manager wrote for the pod. Both are removed on exit,
+    whatever happened (deleting the namespace would drop them too)."""
+    added: list[list[str]] = []
+    try:
+        _ip("-n", netns.name, "addr", "add", f"{address}/32", "dev", "lo")
+        added.append(["-n", netns.name, "addr", "del", f"{address}/32", "dev", "lo"])
+        _ip("route", "add", f"{address}/32", "via", netns.ip, "dev", netns.host_interface)
+        added.append(
+            ["route", "del", f"{address}/32", "via", netns.ip, "dev", netns.host_interface]
+        )
+        yield
+    finally:
+        for undo in reversed(added):
+            _ip(*undo, check=False)

@@ -16,32 +16,32 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import json
-import ssl
-import threading
-from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 
 from pivoter.kube import Kube, KubeError, NotFound, Resource
 from tests.cluster import session_labels, unique_name, wait_for
 from tests.drift.running import Pivoter, condition
-from tests.netns import NetNamespace, endpoint_slice, network_namespace
+from tests.netns import endpoint_slice, network_namespace
+from tests.registry_v1_cluster.aggregated import (
+    APISERVICES,
+    PORT,
+    SECRETS,
+    SLICES,
+    decoded,
+    stand_in,
+    wait_available,
+    write_bundle,
+)
 
 pytestmark = pytest.mark.cluster
 
 REGISTRY = "core-rukpak-io-registry"
-PORT = 8443
 SERVICES = Resource("v1", "Service", "services", namespaced=True)
-SECRETS = Resource("v1", "Secret", "secrets", namespaced=True)
-SLICES = Resource("discovery.k8s.io/v1", "EndpointSlice", "endpointslices", namespaced=True)
-APISERVICES = Resource("apiregistration.k8s.io/v1", "APIService", "apiservices", namespaced=False)
 CLUSTER_ROLE_BINDINGS = Resource(
     "rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "clusterrolebindings", namespaced=False
 )
@@ -51,138 +51,6 @@ ROLE_BINDINGS = Resource(
 REVIEWS = Resource(
     "authorization.k8s.io/v1", "SubjectAccessReview", "subjectaccessreviews", namespaced=False
 )
-
-
-def _write_bundle(root: Path, *, deployment: str, group: str) -> Path:
-    """A registry+v1 bundle whose one Deployment serves ``v1alpha1.<group>``."""
-    csv = {
-        "apiVersion": "operators.coreos.com/v1alpha1",
-        "kind": "ClusterServiceVersion",
-        "metadata": {"name": "wardle.v0.1.0"},
-        "spec": {
-            "version": "0.1.0",
-            "displayName": "Wardle",
-            "installModes": [
-                {"type": "OwnNamespace", "supported": True},
-                {"type": "SingleNamespace", "supported": False},
-                {"type": "MultiNamespace", "supported": False},
-                {"type": "AllNamespaces", "supported": True},
-            ],
-            "apiservicedefinitions": {
-                "owned": [
-                    {
-                        "group": group,
-                        "version": "v1alpha1",
-                        "name": "flunders",
-                        "kind": "Flunder",
-                        "displayName": "Flunder",
-                        "deploymentName": deployment,
-                        "containerPort": PORT,
-                    }
-                ]
-            },
-            "install": {
-                "strategy": "deployment",
-                "spec": {
-                    "deployments": [
-                        {
-                            "name": deployment,
-                            "spec": {
-                                "replicas": 1,
-                                "selector": {"matchLabels": {"app": deployment}},
-                                "template": {
-                                    "metadata": {"labels": {"app": deployment}},
-                                    "spec": {
-                                        "serviceAccountName": deployment,
-                                        "containers": [
-                                            {"name": "server", "image": "example.com/wardle:0.1"}
-                                        ],
-                                    },
-                                },
-                            },
-                        }
-                    ]
-                },
-            },
-        },
-    }
-    annotations = {
-        "annotations": {
-            "operators.operatorframework.io.bundle.mediatype.v1": "registry+v1",
-            "operators.operatorframework.io.bundle.manifests.v1": "manifests/",
-            "operators.operatorframework.io.bundle.metadata.v1": "metadata/",
-            "operators.operatorframework.io.bundle.package.v1": "wardle",
-            "operators.operatorframework.io.bundle.channels.v1": "alpha",
-        }
-    }
-    (root / "manifests").mkdir(parents=True)
-    (root / "metadata").mkdir()
-    (root / "manifests" / "wardle.clusterserviceversion.yaml").write_text(yaml.safe_dump(csv))
-    (root / "metadata" / "annotations.yaml").write_text(yaml.safe_dump(annotations))
-    return root
-
-
-@contextlib.contextmanager
-def _stand_in(
-    netns: NetNamespace, secret: dict[str, Any], group: str, workdir: Path
-) -> Iterator[list[str]]:
-    """Serve ``/apis/<group>/v1alpha1`` over TLS with the Secret's certificate, inside
-    ``netns`` on :data:`PORT`, until the block ends; yields the paths requested so far."""
-    cert, key = workdir / "tls.crt", workdir / "tls.key"
-    cert.write_bytes(_decoded(secret, "tls.crt"))
-    key.write_bytes(_decoded(secret, "tls.key"))
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert, key)
-    requested: list[str] = []
-    discovery = json.dumps(
-        {
-            "kind": "APIResourceList",
-            "apiVersion": "v1",
-            "groupVersion": f"{group}/v1alpha1",
-            "resources": [
-                {
-                    "name": "flunders",
-                    "singularName": "flunder",
-                    "namespaced": True,
-                    "kind": "Flunder",
-                    "verbs": ["get", "list"],
-                }
-            ],
-        }
-    ).encode()
-
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-        def do_GET(self) -> None:
-            requested.append(self.path)
-            found = self.path.split("?")[0] == f"/apis/{group}/v1alpha1"
-            body = discovery if found else b'{"kind":"Status","code":404}'
-            self.send_response(200 if found else 404)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-    listener = netns.bound_socket(netns.ip, PORT)
-    server = ThreadingHTTPServer(listener.getsockname(), Handler, bind_and_activate=False)
-    server.socket.close()
-    server.socket = context.wrap_socket(listener, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, name="apiservice-stand-in", daemon=True)
-    thread.start()
-    try:
-        yield requested
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(10)
-
-
-def _decoded(secret: dict[str, Any], key: str) -> bytes:
-    return base64.b64decode(secret["data"][key])
 
 
 def _signed_by_bundle(certificate: bytes, ca_bundle: bytes) -> bool:
@@ -222,10 +90,6 @@ def _can(
     return bool(kube.create(REVIEWS, review)["status"].get("allowed"))
 
 
-def _available(apiservice: dict[str, Any]) -> dict[str, Any]:
-    return condition(apiservice, "Available")
-
-
 def test_an_owned_apiservice_is_installed_and_served_through_pivoters_service(
     pivoter: Pivoter, make_namespace: Callable[[], str], tmp_path: Path
 ) -> None:
@@ -233,7 +97,7 @@ def test_an_owned_apiservice_is_installed_and_served_through_pivoters_service(
     deployment = unique_name("wardle")
     group = f"{unique_name('wardle')}.pivoter.test"
     apiservice_name = f"v1alpha1.{group}"
-    root = _write_bundle(tmp_path / "bundle", deployment=deployment, group=group)
+    root = write_bundle(tmp_path / "bundle", deployment=deployment, group=group)
     name = unique_name("wardle")
     pivoter.bundle_deployment(
         name,
@@ -260,7 +124,7 @@ def test_an_owned_apiservice_is_installed_and_served_through_pivoters_service(
     assert spec["service"] == {"namespace": install, "name": service_name, "port": PORT}
     assert (spec["group"], spec["version"]) == (group, "v1alpha1")
     assert (spec["groupPriorityMinimum"], spec["versionPriority"]) == (2000, 15)
-    assert _signed_by_bundle(_decoded(secret, "tls.crt"), base64.b64decode(spec["caBundle"]))
+    assert _signed_by_bundle(decoded(secret, "tls.crt"), base64.b64decode(spec["caBundle"]))
 
     subject = {"kind": "ServiceAccount", "name": deployment, "namespace": install}
     delegator = kube.get(CLUSTER_ROLE_BINDINGS, f"{service_name}-system:auth-delegator")
@@ -300,21 +164,12 @@ def test_an_owned_apiservice_is_installed_and_served_through_pivoters_service(
             install,
         )
         try:
-            with _stand_in(netns, secret, group, tmp_path) as requested:
+            with stand_in(netns, secret, group, tmp_path / "stand-in") as server:
                 # The aggregator calls the stand-in through pivoter's Service, verifying its
                 # certificate with the caBundle pivoter injected.
-                available = wait_for(
-                    lambda: (
-                        (found := _available(kube.get(APISERVICES, apiservice_name))).get("status")
-                        == "True"
-                        and found
-                    ),
-                    timeout=90,
-                    what=f"APIService {apiservice_name} to become Available",
-                    detail=lambda: (_available(kube.get(APISERVICES, apiservice_name)), requested),
-                )
+                available = wait_available(kube, apiservice_name, detail=lambda: server.requested)
                 assert available["reason"] == "Passed"
-                assert f"/apis/{group}/v1alpha1" in requested
+                assert f"/apis/{group}/v1alpha1" in server.requested
                 wait_for(
                     lambda: (
                         "APIService"
