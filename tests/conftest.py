@@ -105,7 +105,7 @@ def namespace(cluster: TestCluster) -> Iterator[str]:
 
     # The controller manager creates the namespace's "default" ServiceAccount a moment later; a
     # Pod created before it is forbidden ("serviceaccount default not found"), a flake under load.
-    wait_for(default_account, timeout=30, interval=0.05, what=f"ServiceAccount {name}/default")
+    wait_for(default_account, timeout=120, interval=0.05, what=f"ServiceAccount {name}/default")
     try:
         yield name
     finally:

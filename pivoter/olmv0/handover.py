@@ -91,6 +91,8 @@ INSTALLING = "Installing"
 RELEASING = "Releasing"
 ADOPTED = "Adopted"
 FAILED = "Failed"
+ANNOTATION_UNDO = "olmv0.pivoter.io/undo"
+"""Set by ``pivoter adopt --undo`` (:mod:`pivoter.olmv0.undo`): the adoption stops."""
 ANNOTATION_MESSAGE = "olmv0.pivoter.io/adoption-message"
 """On the Resolution: the adoption's last message (what it waits for, what failed)."""
 ANNOTATION_FAILED = "olmv0.pivoter.io/adoption-failed"
@@ -525,6 +527,9 @@ def advance(kube: Kube, name: str) -> AdoptionProgress:
         return AdoptionProgress(FAILED, f"Resolution {name} does not exist")
     annotations = _annotations(res)
     step = annotations.get(ANNOTATION_ADOPTION, "")
+    if annotations.get(ANNOTATION_UNDO):
+        # pivoter adopt --undo took over: the adoption goes no further.
+        return AdoptionProgress(FAILED, f"Resolution {name} is being handed back to OLM v0")
     if step == ADOPTED:
         return AdoptionProgress(ADOPTED, "adopted")
     action = STEPS.get(step)

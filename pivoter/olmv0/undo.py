@@ -51,7 +51,8 @@ from pivoter.apis.inventory import inventory_of
 from pivoter.apis.resources import BUNDLE_DEPLOYMENTS, RESOLUTIONS
 from pivoter.controllers.uninstall import FINALIZER as UNINSTALL_FINALIZER
 from pivoter.kube import Conflict, Kube, NotFound, Object
-from pivoter.olmv0.handover import ADOPTED
+from pivoter.olmv0 import handover
+from pivoter.olmv0.handover import ADOPTED, INSTALLING, RELEASING
 from pivoter.olmv0.mapping import (
     ANNOTATION_ADOPTION,
     ANNOTATION_DEPENDENCIES,
@@ -99,8 +100,9 @@ HANDED_BACK = "HandedBack"
 FAILED = "Failed"
 ORDER = (STOPPING, DETACHING, RETURNING, CLEANING)
 
-ANNOTATION_UNDO = "olmv0.pivoter.io/undo"
-"""The step the undo reached: on the Resolution in ``Stopping``, on its children from then on."""
+ANNOTATION_UNDO = handover.ANNOTATION_UNDO
+"""The step the undo reached: on the Resolution in ``Stopping``, on its children from then on
+(the handover stops once it is there)."""
 ANNOTATION_STARTING_CSV = "olmv0.pivoter.io/starting-csv"
 """On a child being handed back: the CSV the re-created Subscription starts at."""
 LABEL_UNDO = "olmv0.pivoter.io/undo-of"
@@ -114,6 +116,8 @@ LABEL_PERMISSIONS_HASH = "olm.permissions.hash"
 """On the RBAC OLM v0 generates from a CSV's permissions: the hash of the rules."""
 RBAC_KINDS = ("Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding")
 POLL = 1.0
+UNDOABLE = (INSTALLING, RELEASING, ADOPTED)
+"""The adoption steps an undo starts from."""
 
 _STEP_HOOK: ContextVar[Callable[[str], None] | None] = ContextVar("undo_step_hook", default=None)
 
@@ -241,7 +245,9 @@ def undo_targets(kube: Kube, namespace: str, subscription: str = "") -> list[Und
     names: dict[str, Object | None] = {}
     for res in resolutions:
         annotations = _annotations(res)
-        if annotations.get(ANNOTATION_ADOPTION) == ADOPTED or annotations.get(ANNOTATION_UNDO):
+        # Past the point of no return (the Subscription deleted) an adoption can be undone at
+        # any step, also one whose pivot failed; in Planning nothing was changed yet.
+        if annotations.get(ANNOTATION_ADOPTION) in UNDOABLE or annotations.get(ANNOTATION_UNDO):
             names[res["metadata"]["name"]] = res
     marked, _ = kube.list(
         BUNDLE_DEPLOYMENTS, label_selector=f"{LABEL_ADOPTED_FROM}={namespace},{LABEL_UNDO}"
@@ -360,6 +366,8 @@ def _stop(kube: Kube, target: UndoTarget) -> UndoProgress:
             RESOLUTIONS, target.resolution, {"spec": {"paused": True, "deletionPolicy": "Orphan"}}
         )
     children = _children(kube, target.resolution, res)
+    if not children and _annotations(res).get(ANNOTATION_ADOPTION) in (INSTALLING, RELEASING):
+        return _give_back_unapplied(kube, target, res)
     if not children:
         return UndoProgress(
             FAILED,
@@ -377,6 +385,47 @@ def _stop(kube: Kube, target: UndoTarget) -> UndoProgress:
         names = ", ".join(bd["metadata"]["name"] for bd in children)
         return UndoProgress(STOPPING, f"stopping BundleDeployments {names}")
     return _detach_recorded(kube, target, left)
+
+
+def _give_back_unapplied(kube: Kube, target: UndoTarget, res: Object) -> UndoProgress:
+    """An adoption stopped past its point of no return before pivoter applied anything (no
+    child): OLM v0's CSVs still run the operator; its Subscriptions are re-created (the record
+    is on the Resolution, which stays, paused, until they are back), then the Resolution goes."""
+    members = [
+        (target.subscription, _spec(kube, target), target.starting_csv),
+        *_dependencies(kube, target, []),
+    ]
+    waiting = []
+    for subscription, spec, starting in members:
+        body = {
+            "apiVersion": SUBSCRIPTIONS.api_version,
+            "kind": SUBSCRIPTIONS.kind,
+            "metadata": {"name": subscription, "namespace": target.namespace},
+            "spec": {**spec, "startingCSV": starting},
+        }
+        with contextlib.suppress(Conflict):
+            kube.create(SUBSCRIPTIONS, body, target.namespace)
+        _approve(kube, target.namespace, subscription, starting)
+        try:
+            csv = kube.get(CSVS, starting, target.namespace)
+        except NotFound:
+            csv = {}
+        if (csv.get("status") or {}).get("phase") != "Succeeded":
+            waiting.append(f"CSV {starting}")
+    if waiting:
+        return UndoProgress(
+            STOPPING, f"Subscriptions re-created; waiting for {', '.join(waiting)} to succeed"
+        )
+    if not res["metadata"].get("deletionTimestamp"):
+        with contextlib.suppress(NotFound):
+            kube.delete(RESOLUTIONS, target.resolution)
+    if _get(kube, target.resolution) is not None:
+        return UndoProgress(STOPPING, f"waiting for Resolution {target.resolution} to be deleted")
+    return UndoProgress(
+        HANDED_BACK,
+        f"handed back: Subscription {target.namespace}/{target.subscription} runs CSV "
+        f"{target.starting_csv} again (pivoter had applied nothing)",
+    )
 
 
 def _detach_recorded(kube: Kube, target: UndoTarget, children: list[Object]) -> UndoProgress:
@@ -643,7 +692,9 @@ def advance(kube: Kube, target: UndoTarget) -> UndoProgress:
     step = _step(res, _children(kube, target.resolution, res))
     if not step:
         if res is None:
-            return UndoProgress(HANDED_BACK, f"nothing left to hand back of {target.resolution}")
+            return UndoProgress(
+                HANDED_BACK, f"handed back: nothing of {target.resolution} is left to hand back"
+            )
         patch = {"metadata": {"annotations": {ANNOTATION_UNDO: STOPPING}}}
         kube.merge_patch(RESOLUTIONS, target.resolution, patch)
         _hold(STOPPING)

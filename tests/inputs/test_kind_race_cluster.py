@@ -99,6 +99,10 @@ def taking_turns(olm: Olm) -> Iterator[Turns]:
         reconciler = getattr(controller.reconcile, "__self__", None)
         if isinstance(reconciler, InputReconciler) and reconciler.kind.resource.kind in KINDS:
             engines[reconciler.kind.resource.kind] = reconciler.engine
+    # OLM v1's controllers are wrapped (they may be set up idle, pivoter.olmv1.setup): their
+    # reconciler is the product's.
+    if olm.olm is not None and olm.olm.extensions is not None:
+        engines["ClusterExtension"] = olm.olm.extensions.engine
     assert set(engines) == set(KINDS), engines
     for kind, engine in engines.items():
         engine.claims = Claims(turns, kind)

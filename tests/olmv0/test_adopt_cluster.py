@@ -107,10 +107,19 @@ def _created_at(obj: dict[str, Any]) -> str:
 
 
 def _written_by_pivoter_alone(obj: dict[str, Any]) -> bool:
-    """Whether every field manager of ``obj`` is pivoter's (an object OLM v0 created keeps its
-    entry, if only for ``generateName``, after pivoter took the object over)."""
-    managers = [m.get("manager", "") for m in obj["metadata"].get("managedFields") or []]
-    return all(str(m).startswith("pivoter") for m in managers)
+    """Whether pivoter created ``obj``: every field manager is pivoter's, and pivoter's apply
+    is as old as the object (an object OLM v0 created and pivoter then took over whole can lose
+    OLM v0's entry, but pivoter's apply came later than the creation)."""
+    fields = obj["metadata"].get("managedFields") or []
+    managers = [str(m.get("manager", "")) for m in fields]
+    created = obj["metadata"].get("creationTimestamp")
+    applied_at_creation = any(
+        str(m.get("manager", "")).startswith("pivoter")
+        and m.get("operation") == "Apply"
+        and m.get("time") == created
+        for m in fields
+    )
+    return all(m.startswith("pivoter") for m in managers) and applied_at_creation
 
 
 def _get(env: Env, kind: str, where: str) -> dict[str, Any]:

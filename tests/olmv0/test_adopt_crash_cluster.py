@@ -33,6 +33,8 @@ from tests.olmv0.peer import CSVS, SUBSCRIPTIONS, OlmV0
 from tests.olmv0.test_adopt_cluster import (
     CLUSTER,
     NAMESPACED,
+    NAMESPACES,
+    _adopt,
     _cluster_scoped,
     _namespace,
     _pivoter_catalog,
@@ -139,3 +141,57 @@ def test_sigkill_at_every_adoption_step_converges(
             assert labels.get("core.rukpak.io/owner-name") == child["metadata"]["name"], where
             assert LABEL_OWNER not in labels, where
     env.cleanup()
+
+
+def test_an_adoption_stopped_past_its_point_of_no_return_is_handed_back(
+    cluster: TestCluster,
+    olm: OlmV0,
+    olm_catalog: Callable[[list[BundleDir]], str],
+    content: Env,
+    daemon: Daemon,
+) -> None:
+    """An adoption that will not go on after OLM v0 let go (here held at Installing, as a
+    failed pivot would leave it) is given back with ``pivoter adopt --undo``: the handover stops,
+    OLM v0's Subscription is there again and its CSV runs the operator, nothing of pivoter is
+    left, and the Deployment was never re-created."""
+    env = content
+    b = read_bundle(bundle("aqua"))
+    address = olm_catalog([b])
+    _pivoter_catalog(env, [b])
+    namespace = _namespace(env)
+    source = olm.catalog_source(namespace, address)
+    olm.operator_group(namespace, [namespace])
+    olm.subscription(namespace, b.package, b.channels[0], source)
+    csv = olm.wait_installed(namespace, b.package)
+    deployments = env.kube.resource("apps/v1", "Deployment")
+    before = env.kube.get(deployments, "aqua-operator", namespace)["metadata"]["uid"]
+    name = resolution_name(namespace, b.package)
+    _start_paused(daemon, handover.INSTALLING)
+    env.kube.merge_patch(
+        SUBSCRIPTIONS,
+        b.package,
+        {"metadata": {"annotations": {ANNOTATION_ADOPT: "true"}}},
+        namespace,
+    )
+
+    def held() -> bool:
+        try:
+            res = env.kube.get(RESOLUTIONS, name)
+        except NotFound:
+            return False
+        step = (res["metadata"].get("annotations") or {}).get(ANNOTATION_ADOPTION)
+        return step == handover.INSTALLING
+
+    wait_for(held, timeout=180, what="the adoption held at Installing")
+    handed = _adopt(
+        cluster, "--subscription", f"{namespace}/{b.package}", "--undo", "--timeout", "300"
+    )
+    assert handed.returncode == 0, handed.stderr + handed.stdout
+    assert env.kube.get(SUBSCRIPTIONS, b.package, namespace)
+    assert env.kube.get(CSVS, csv, namespace)["status"]["phase"] == "Succeeded"
+    with pytest.raises(NotFound):
+        env.kube.get(RESOLUTIONS, name)
+    assert env.children(name) == {}
+    assert env.kube.get(deployments, "aqua-operator", namespace)["metadata"]["uid"] == before
+    daemon.stop()
+    env.kube.delete(NAMESPACES, namespace)
