@@ -24,11 +24,14 @@ from pivoter.cli import (
     adopt,
     approve,
     catalog,
+    check,
     history,
+    install,
     plan,
     resolve,
     rollback,
     run,
+    uninstall,
     unpin,
     version,
 )
@@ -37,7 +40,21 @@ from pivoter.cli.exitcodes import EPILOG, ExitCode
 from pivoter.cli.flags import ArgumentParser, check_argv
 from pivoter.cli.output import error, escape_what_cannot_be_encoded
 
-COMMANDS = (run, resolve, catalog, history, rollback, unpin, plan, approve, adopt, version)
+COMMANDS = (
+    run,
+    resolve,
+    catalog,
+    history,
+    rollback,
+    unpin,
+    plan,
+    approve,
+    adopt,
+    install,
+    check,
+    uninstall,
+    version,
+)
 """The command modules, in the order ``pivoter --help`` lists them."""
 
 

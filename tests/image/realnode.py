@@ -4,7 +4,7 @@
 modules (``hack/image/kubelet.sh``), joined to a control plane started by the tests, with a bridge
 CNI network of its own (``pvtr0``, 10.244.77.0/24, nothing leaves the machine) and a pod sandbox
 image pulled from the test registry (``hack/image/pause.sh``). Everything it starts and changes is
-undone on exit: containers, shims, containerd, kubelet, mounts, the bridge, the iptables rule.
+undone on exit: containers, shims, containerd, kubelet, mounts, the bridge, the iptables rules.
 
 Two things of this machine are worked around, both in the node only (docs/image.md, "A real
 node"):
@@ -43,6 +43,7 @@ BRIDGE = "pvtr0"
 SUBNET = "10.244.77.0/24"
 GATEWAY = "10.244.77.1"
 API_HOST = "kubernetes.default.svc"  # a name in the API server's certificate
+API_SERVICE_IP = "10.0.0.1"  # the `kubernetes` Service's address, also in the certificate
 NODES = Resource("v1", "Node", "nodes", namespaced=False)
 
 
@@ -138,18 +139,26 @@ def _run(*argv: str) -> None:
     subprocess.run(argv, check=True, capture_output=True, timeout=60)
 
 
-def _network(api_port: int) -> list[list[str]]:
-    """Create the bridge and the DNAT rule; return the commands that undo them. A bridge left by
-    a killed run is removed first (its name is this module's own)."""
+def _network(api_port: int, forwards: tuple[int, ...]) -> list[list[str]]:
+    """Create the bridge and the DNAT rules; return the commands that undo them. A bridge left by
+    a killed run is removed first (its name is this module's own). Pods reach the API server at
+    the gateway and at the ``kubernetes`` Service's address (what kube-proxy would route, so the
+    default in-cluster configuration works unpatched), and each of ``forwards`` (ports of this
+    machine's loopback, e.g. a registry) at the gateway."""
     subprocess.run(["ip", "link", "del", BRIDGE], capture_output=True, check=False)
     _run("ip", "link", "add", BRIDGE, "type", "bridge")
     _run("ip", "addr", "add", f"{GATEWAY}/24", "dev", BRIDGE)
     _run("ip", "link", "set", BRIDGE, "up")
     Path(f"/proc/sys/net/ipv4/conf/{BRIDGE}/route_localnet").write_text("1")
-    rule = ["PREROUTING", "-i", BRIDGE, "-d", GATEWAY, "-p", "tcp", "--dport", str(api_port)]
-    rule += ["-j", "DNAT", "--to-destination", f"127.0.0.1:{api_port}"]
-    _run("iptables", "-t", "nat", "-A", *rule)
-    return [["iptables", "-t", "nat", "-D", *rule], ["ip", "link", "del", BRIDGE]]
+    targets = [(GATEWAY, api_port, api_port), (API_SERVICE_IP, 443, api_port)]
+    targets += [(GATEWAY, port, port) for port in forwards]
+    undo = []
+    for address, port, to_port in targets:
+        rule = ["PREROUTING", "-i", BRIDGE, "-d", address, "-p", "tcp", "--dport", str(port)]
+        rule += ["-j", "DNAT", "--to-destination", f"127.0.0.1:{to_port}"]
+        _run("iptables", "-t", "nat", "-A", *rule)
+        undo.append(["iptables", "-t", "nat", "-D", *rule])
+    return [*undo, ["ip", "link", "del", BRIDGE]]
 
 
 def _processes_with(text: str) -> list[int]:
@@ -209,9 +218,16 @@ def _teardown(workdir: Path, containerd: subprocess.Popen[bytes] | None) -> None
 
 @contextlib.contextmanager
 def real_node(
-    cluster: TestCluster, kube: Kube, registry: str, workdir: Path, name: str = "real-node"
+    cluster: TestCluster,
+    kube: Kube,
+    registry: str,
+    workdir: Path,
+    *,
+    name: str = "real-node",
+    forwards: tuple[int, ...] = (),
 ) -> Iterator[RealNode]:
-    """Start a real node joined to ``cluster``, pulling from the plain-http ``registry``."""
+    """Start a real node joined to ``cluster``, pulling from the plain-http ``registry``; its pods
+    reach each port of ``forwards`` on this machine's loopback at :data:`GATEWAY`."""
     kubelet = _script("kubelet.sh")
     pause = _script("pause.sh")
     subprocess.run(
@@ -240,7 +256,7 @@ def real_node(
     containerd = kubelet_process = None
     namespaces_before = _pod_namespaces()
     try:
-        undo = _network(api_port)
+        undo = _network(api_port, forwards)
         with (workdir / "containerd.log").open("wb") as log:
             containerd = subprocess.Popen(
                 ["containerd", "--config", str(workdir / "containerd.toml")],
