@@ -149,6 +149,15 @@ def _install(args: argparse.Namespace, manifests: Manifests) -> int:
         error(str(exc))
         return int(ExitCode.FAILURE)
     try:
+        sys.stderr.write(f"pivoter {__version__} ({manifests.image}): checking your rights\n")
+        missing = missing_rights(kube, manifests.all())
+        if missing:
+            listed = "".join(f"\n  {m}" for m in missing)
+            error(
+                f"you may not install pivoter; nothing was applied. {len(missing)} right(s) "
+                f"missing:{listed}"
+            )
+            return int(ExitCode.FAILURE)
         installed = installed_version(kube, manifests)
         if installed is not None and release(installed) > release(__version__):
             error(
@@ -158,16 +167,7 @@ def _install(args: argparse.Namespace, manifests: Manifests) -> int:
             )
             return int(ExitCode.FAILURE)
         what = f"upgrading pivoter {installed} to" if installed else "installing pivoter"
-        sys.stderr.write(f"{what} {__version__} ({manifests.image})\n")
-        sys.stderr.write("checking your rights and a server-side dry run\n")
-        missing = missing_rights(kube, manifests.all())
-        if missing:
-            listed = "".join(f"\n  {m}" for m in missing)
-            error(
-                f"you may not install pivoter; nothing was applied. {len(missing)} right(s) "
-                f"missing:{listed}"
-            )
-            return int(ExitCode.FAILURE)
+        sys.stderr.write(f"{what} {__version__}: a server-side dry run first\n")
         problems = dry_run(kube, manifests)
         if problems:
             listed = "".join(f"\n  {p}" for p in problems)
