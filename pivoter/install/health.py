@@ -120,8 +120,17 @@ def before_install(kube: Kube, manifests: Manifests, cli_version: str) -> list[F
         findings.append(
             Finding("admission", "failed", "admissionregistration.k8s.io/v1 is not served")
         )
-    findings.extend(_foreign_webhooks(kube))
-    installed = installed_version(kube, manifests)
+    try:
+        findings.extend(_foreign_webhooks(kube))
+    except Forbidden as exc:
+        findings.append(
+            Finding("webhooks", "warning", f"cannot list webhook configurations: {exc}")
+        )
+    try:
+        installed = installed_version(kube, manifests)
+    except Forbidden as exc:
+        findings.append(Finding("installed", "warning", f"cannot tell what is installed: {exc}"))
+        installed = None
     if installed is not None:
         findings.append(
             Finding(
