@@ -20,7 +20,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from provisioners.errors import AuthenticationError, SourceError
+from provisioners.errors import (
+    AuthenticationError,
+    SourceError,
+    SourceUnavailableError,
+    TlsVerificationError,
+)
 from provisioners.httpclient import HttpClient, TlsOptions
 from provisioners.registries.auth import Keyring, Login
 from provisioners.registries.client import ImageManifest, RegistryClient
@@ -80,20 +85,23 @@ class _Attempt:
         return f"{where}: {self.error}"
 
 
-def _scheme_and_tls(
+def _schemes(
     place: PullPlace, tls: TlsOptions, plain_http: bool | None
-) -> tuple[str, TlsOptions]:
-    """http for loopback registries without a CA (or when the caller says so), https otherwise;
-    an ``insecure`` place of the mirror policy skips certificate checks, as containers/image
-    does for an insecure registry."""
+) -> list[tuple[str, TlsOptions]]:
+    """The ways to reach ``place``, in order: http for loopback registries without a CA (or when
+    the caller says so), https otherwise. An ``insecure`` place of the mirror policy is reached
+    as containers/image reaches an insecure registry: https without certificate checks first,
+    then plain http if https cannot be spoken there (the usual mirror of a disconnected lab)."""
     reference = place.reference
     if plain_http is None:
+        if place.insecure and not reference.is_loopback:
+            return [("https", TlsOptions(tls.ca_pem, insecure_skip_verify=True)), ("http", tls)]
         plain_http = reference.is_loopback and not tls.ca_pem
     if plain_http and not reference.is_loopback and not place.insecure:
         plain_http = False
     if place.insecure and not plain_http:
-        return "https", TlsOptions(tls.ca_pem, insecure_skip_verify=True)
-    return ("http" if plain_http else "https"), tls
+        return [("https", TlsOptions(tls.ca_pem, insecure_skip_verify=True))]
+    return [("http" if plain_http else "https", tls)]
 
 
 def open_image(
@@ -117,9 +125,35 @@ def open_image(
     for number, place in enumerate(places):
         if number and budget.remaining() <= 0:
             raise _failure(reference, attempts, untried=places[number:])
-        scheme, place_tls = _scheme_and_tls(place, tls, plain_http)
+        opened = _open_at(
+            place,
+            access,
+            _schemes(place, tls, plain_http),
+            budget,
+            attempts,
+            timeout=timeout,
+            deadline=deadline,
+        )
+        if opened is not None:
+            return opened
+    raise _failure(reference, attempts, untried=[])
+
+
+def _open_at(
+    place: PullPlace,
+    access: RegistryAccess,
+    schemes: list[tuple[str, TlsOptions]],
+    budget: Budget,
+    attempts: list[_Attempt],
+    *,
+    timeout: float,
+    deadline: float,
+) -> Opened | None:
+    """The manifest at ``place`` by the first scheme that speaks there and the first credential
+    it accepts; None (each failure appended to ``attempts``) when it cannot serve it."""
+    target = place.reference
+    for number, (scheme, place_tls) in enumerate(schemes):
         http = HttpClient(place_tls, timeout=timeout, deadline=deadline, budget=budget)
-        target = place.reference
         logins: list[Login | None] = [
             *access.keyring.candidates(target.registry, target.repository)
         ] or [None]
@@ -135,11 +169,18 @@ def open_image(
             except AuthenticationError as exc:
                 attempts.append(_Attempt(place, login, _explained(exc, place, login, access)))
                 continue  # the next credential for this place, then the next place
+            except (SourceUnavailableError, TlsVerificationError) as exc:
+                if number + 1 < len(schemes):
+                    break  # https cannot be spoken there: the next scheme (plain http)
+                attempts.append(_Attempt(place, login, exc))
+                return None
             except SourceError as exc:
                 attempts.append(_Attempt(place, login, exc))
-                break  # this place cannot serve it whatever the credential
+                return None  # this place cannot serve it whatever the credential
             return Opened(client, place, top, login)
-    raise _failure(reference, attempts, untried=[])
+        else:
+            return None  # every credential refused
+    return None
 
 
 def _explained(

@@ -162,8 +162,10 @@ def run_registry(
     htpasswd: tuple[str, str] | None = None,
     tls: Tls | None = None,
     token: tuple[str, Path] | None = None,
+    address: str = "127.0.0.1",
 ) -> Iterator[Registry]:
-    """Start ``registry serve`` with the given auth/TLS configuration; stop it on exit."""
+    """Start ``registry serve`` with the given auth/TLS configuration, listening on ``address``
+    (loopback unless a test needs a registry that is not); stop it on exit."""
     directory.mkdir(parents=True, exist_ok=True)
     port = free_port()
     lines = [
@@ -178,7 +180,7 @@ def run_registry(
         "  delete:",
         "    enabled: true",
         "http:",
-        f"  addr: 127.0.0.1:{port}",
+        f"  addr: {address}:{port}",
         "  debug:",
         "    addr: ''",
     ]
@@ -211,7 +213,7 @@ def run_registry(
         [str(tool("registry")), "serve", str(config)], stdout=log, stderr=subprocess.STDOUT
     )
     scheme = "https" if tls else "http"
-    registry = Registry(f"127.0.0.1:{port}", scheme, username, password, realm)
+    registry = Registry(f"{address}:{port}", scheme, username, password, realm)
 
     def ready() -> bool:
         if process.poll() is not None:
@@ -219,7 +221,7 @@ def run_registry(
                 f"registry exited: {(directory / 'registry.log').read_text()[-2000:]}"
             )
         with socket.socket() as probe:
-            return probe.connect_ex(("127.0.0.1", port)) == 0
+            return probe.connect_ex((address, port)) == 0
 
     try:
         wait_for(ready, timeout=30.0, interval=0.05, what="the registry")
