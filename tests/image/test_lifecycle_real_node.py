@@ -40,9 +40,9 @@ from tests.cluster import TestCluster, wait_for
 from tests.image.images import REPO, BuiltImage, build, podman
 from tests.image.realnode import GATEWAY, RealNode, real_node
 from tests.inputs.helpers import Publisher, Version
-from tests.olmv1.content import push_image
+from tests.olmv1.content import push_image_with
 from tests.provisioners.oci import Pusher
-from tests.provisioners.servers import Registry
+from tests.provisioners.servers import Registry, make_tls, run_registry
 from tests.tools import tool
 
 pytestmark = [pytest.mark.cluster, pytest.mark.tools, pytest.mark.slow, pytest.mark.timeout(2400)]
@@ -78,6 +78,8 @@ PIVOTER_GROUPS = (
     "platform.openshift.io",
     "olm.operatorframework.io",
 )
+STATE: dict[str, Any] = {}
+"""What one step of the story leaves for the next (the tests run in file order)."""
 # Each input and the Deployment its bundle runs (one pod each, the pause image).
 INPUTS = {
     "bd": (BUNDLE_DEPLOYMENTS, "app-bd"),
@@ -189,10 +191,22 @@ def _registry_port(registry: Registry) -> int:
 
 
 @pytest.fixture(scope="module")
+def content_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
+    """The bundles' and catalog's registry, over https with a certificate for 127.0.0.1 only: the
+    daemon reaches it at the node's gateway as an insecure registry (both releases speak https
+    without certificate checks there; only the newer one falls back to plain http)."""
+    tls = make_tls(tmp_path_factory.mktemp("content-tls"))
+    with run_registry(tmp_path_factory.mktemp("content-registry"), tls=tls) as running:
+        STATE["content_ca"] = tls.ca_pem
+        yield running
+
+
+@pytest.fixture(scope="module")
 def node(
     node_cluster: TestCluster,
     kube: Kube,
     image_registry: Registry,
+    content_registry: Registry,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[RealNode]:
     with real_node(
@@ -200,33 +214,38 @@ def node(
         kube,
         image_registry.host,
         tmp_path_factory.mktemp("node"),
-        forwards=(_registry_port(image_registry),),
+        forwards=(_registry_port(content_registry),),
     ) as running:
         yield running
 
 
 @pytest.fixture(scope="module")
-def registries_conf(image_registry: Registry, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The daemon reaches the test registry at the node's gateway, over plain http."""
+def registries_conf(content_registry: Registry, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The daemon reaches the content registry at the node's gateway, as an insecure registry."""
     path = tmp_path_factory.mktemp("registries") / "registries.conf"
-    location = f"{GATEWAY}:{_registry_port(image_registry)}"
+    location = f"{GATEWAY}:{_registry_port(content_registry)}"
     path.write_text(f'[[registry]]\nlocation = "{location}"\ninsecure = true\n')
     return path
 
 
 @pytest.fixture(scope="module")
-def catalog(image_registry: Registry, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+def catalog(
+    image_registry: Registry,
+    content_registry: Registry,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[str, str]:
     """Four packages, one bundle each, running one pause pod; returns the FBC text and the
     catalog image's reference (both name the bundles at the gateway's address)."""
     directory = tmp_path_factory.mktemp("fbc")
-    at_gateway = f"{GATEWAY}:{_registry_port(image_registry)}"
-    publisher = Publisher(Pusher(image_registry.base), at_gateway, directory)
+    at_gateway = f"{GATEWAY}:{_registry_port(content_registry)}"
+    pusher = Pusher(content_registry.base, None, None, STATE["content_ca"])
+    publisher = Publisher(pusher, at_gateway, directory)
     for _, name in INPUTS.values():
         publisher.add(name, Version("1.0.0", _workload(name, image_registry)))
     publisher.publish()
     fbc = "".join("---\n" + path.read_text() for path in sorted(directory.glob("*.yaml")))
-    push_image(
-        image_registry,
+    push_image_with(
+        pusher,
         "lifecycle/catalog",
         "v1",
         {"configs/catalog.yaml": fbc},
@@ -482,8 +501,6 @@ def _pivoter_crds(kube: Kube) -> list[str]:
 
 
 # -- the story ---------------------------------------------------------------------------------
-
-STATE: dict[str, Any] = {}
 
 
 def test_install_without_rights_is_refused_and_applies_nothing(
