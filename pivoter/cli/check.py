@@ -25,7 +25,7 @@ from pivoter.cli.install import add_image_flags, manifests_for
 from pivoter.cli.output import emit, error
 
 if TYPE_CHECKING:
-    from pivoter.install.health import Finding
+    from pivoter.install.health import CheckFinding
 
 __all__ = ["register", "run"]
 
@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
         return int(ExitCode.FAILURE)
     check = before_install if args.pre else after_install
     try:
-        findings: list[Finding] = check(kube, manifests, __version__)
+        findings: list[CheckFinding] = check(kube, manifests, __version__)
     except KubeError as exc:
         error(f"the API server refused: {exc}")
         return int(ExitCode.FAILURE)

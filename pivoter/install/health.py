@@ -26,7 +26,7 @@ from pivoter.install.manifests import LABEL_VERSION, Manifests
 from pivoter.install.rights import SELF_REVIEWS, missing_rights
 from pivoter.kube import Forbidden, Kube, KubeError, NotFound, Resource, Unavailable
 
-__all__ = ["MINIMUM_KUBERNETES", "Finding", "after_install", "before_install"]
+__all__ = ["MINIMUM_KUBERNETES", "CheckFinding", "after_install", "before_install"]
 
 MINIMUM_KUBERNETES = (1, 29)
 """The oldest Kubernetes pivoter's CRDs and webhook are meant for (tested on 1.36)."""
@@ -51,7 +51,7 @@ PIVOTER_GROUPS = frozenset(
 
 
 @dataclass(frozen=True)
-class Finding:
+class CheckFinding:
     """One check and its outcome."""
 
     check: str
@@ -59,20 +59,24 @@ class Finding:
     message: str
 
 
-def _server_version(kube: Kube) -> Finding:
+def _server_version(kube: Kube) -> CheckFinding:
     info = kube.request("GET", "/version")
     text = str(info.get("gitVersion") or "")
     match = re.match(r"v?(\d+)\.(\d+)", text)
     if not match:
-        return Finding("kubernetes", "warning", f"the API server's version {text!r} is unknown")
+        return CheckFinding(
+            "kubernetes", "warning", f"the API server's version {text!r} is unknown"
+        )
     found = (int(match[1]), int(match[2]))
     want = ".".join(map(str, MINIMUM_KUBERNETES))
     if found < MINIMUM_KUBERNETES:
-        return Finding("kubernetes", "failed", f"Kubernetes {text}: pivoter needs {want} or newer")
-    return Finding("kubernetes", "ok", f"Kubernetes {text} (>= {want})")
+        return CheckFinding(
+            "kubernetes", "failed", f"Kubernetes {text}: pivoter needs {want} or newer"
+        )
+    return CheckFinding("kubernetes", "ok", f"Kubernetes {text} (>= {want})")
 
 
-def _foreign_webhooks(kube: Kube) -> Iterable[Finding]:
+def _foreign_webhooks(kube: Kube) -> Iterable[CheckFinding]:
     for resource in (VALIDATING, MUTATING):
         items, _ = kube.list(resource)
         for configuration in items:
@@ -90,7 +94,7 @@ def _foreign_webhooks(kube: Kube) -> Iterable[Finding]:
                 )
                 if not touched or webhook.get("failurePolicy", "Fail") != "Fail":
                     continue
-                yield Finding(
+                yield CheckFinding(
                     "webhooks",
                     "warning",
                     f"{resource.kind} {name} (webhook {webhook.get('name')}, failurePolicy Fail) "
@@ -99,7 +103,7 @@ def _foreign_webhooks(kube: Kube) -> Iterable[Finding]:
                 )
 
 
-def before_install(kube: Kube, manifests: Manifests, cli_version: str) -> list[Finding]:
+def before_install(kube: Kube, manifests: Manifests, cli_version: str) -> list[CheckFinding]:
     """What must hold before ``pivoter install`` (``pivoter check --pre``)."""
     findings = [_server_version(kube)]
     missing = missing_rights(kube, manifests.all())
@@ -107,33 +111,37 @@ def before_install(kube: Kube, manifests: Manifests, cli_version: str) -> list[F
         listed = "; ".join(map(str, missing[:20]))
         more = f" and {len(missing) - 20} more" if len(missing) > 20 else ""
         findings.append(
-            Finding("rights", "failed", f"you may not install pivoter: missing {listed}{more}")
+            CheckFinding("rights", "failed", f"you may not install pivoter: missing {listed}{more}")
         )
     else:
         findings.append(
-            Finding("rights", "ok", f"you may apply all {len(manifests.all())} objects")
+            CheckFinding("rights", "ok", f"you may apply all {len(manifests.all())} objects")
         )
     try:
         kube.resource(VALIDATING.api_version, VALIDATING.kind)
-        findings.append(Finding("admission", "ok", "admissionregistration.k8s.io/v1 is served"))
+        findings.append(
+            CheckFinding("admission", "ok", "admissionregistration.k8s.io/v1 is served")
+        )
     except NotFound:
         findings.append(
-            Finding("admission", "failed", "admissionregistration.k8s.io/v1 is not served")
+            CheckFinding("admission", "failed", "admissionregistration.k8s.io/v1 is not served")
         )
     try:
         findings.extend(_foreign_webhooks(kube))
     except Forbidden as exc:
         findings.append(
-            Finding("webhooks", "warning", f"cannot list webhook configurations: {exc}")
+            CheckFinding("webhooks", "warning", f"cannot list webhook configurations: {exc}")
         )
     try:
         installed = installed_version(kube, manifests)
     except Forbidden as exc:
-        findings.append(Finding("installed", "warning", f"cannot tell what is installed: {exc}"))
+        findings.append(
+            CheckFinding("installed", "warning", f"cannot tell what is installed: {exc}")
+        )
         installed = None
     if installed is not None:
         findings.append(
-            Finding(
+            CheckFinding(
                 "installed",
                 "ok",
                 f"pivoter {installed} is installed; `pivoter install` upgrades it to {cli_version}",
@@ -149,7 +157,7 @@ def _condition(obj: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
     return None
 
 
-def _crds(kube: Kube, manifests: Manifests) -> Finding:
+def _crds(kube: Kube, manifests: Manifests) -> CheckFinding:
     problems = []
     for crd in manifests.crds:
         name = crd["metadata"]["name"]
@@ -162,11 +170,13 @@ def _crds(kube: Kube, manifests: Manifests) -> Finding:
         if not established or established.get("status") != "True":
             problems.append(f"{name} is not established")
     if problems:
-        return Finding("crds", "failed", "; ".join(problems) + " (run `pivoter install`)")
-    return Finding("crds", "ok", f"{len(manifests.crds)} CRDs established")
+        return CheckFinding("crds", "failed", "; ".join(problems) + " (run `pivoter install`)")
+    return CheckFinding("crds", "ok", f"{len(manifests.crds)} CRDs established")
 
 
-def _deployment(kube: Kube, manifests: Manifests, cli_version: str) -> tuple[list[Finding], bool]:
+def _deployment(
+    kube: Kube, manifests: Manifests, cli_version: str
+) -> tuple[list[CheckFinding], bool]:
     """The daemon's findings, and whether its Deployment exists."""
     findings = []
     for obj in manifests.components:
@@ -176,7 +186,7 @@ def _deployment(kube: Kube, manifests: Manifests, cli_version: str) -> tuple[lis
         try:
             live = kube.get(DEPLOYMENTS, meta["name"], meta["namespace"])
         except NotFound:
-            missing = Finding(
+            missing = CheckFinding(
                 "daemon",
                 "failed",
                 f"Deployment {meta['namespace']}/{meta['name']} is missing: pivoter is not "
@@ -190,7 +200,7 @@ def _deployment(kube: Kube, manifests: Manifests, cli_version: str) -> tuple[lis
         where = f"Deployment {meta['namespace']}/{meta['name']}"
         if ready < want or updated < want:
             findings.append(
-                Finding(
+                CheckFinding(
                     "daemon",
                     "failed",
                     f"{where}: {ready}/{want} ready, {updated}/{want} updated (kubectl -n "
@@ -198,12 +208,12 @@ def _deployment(kube: Kube, manifests: Manifests, cli_version: str) -> tuple[lis
                 )
             )
         else:
-            findings.append(Finding("daemon", "ok", f"{where}: {ready}/{want} ready"))
+            findings.append(CheckFinding("daemon", "ok", f"{where}: {ready}/{want} ready"))
         running = str(((live.get("metadata") or {}).get("labels") or {}).get(LABEL_VERSION) or "")
         expected = str(obj["metadata"]["labels"][LABEL_VERSION])
         if running != expected:
             findings.append(
-                Finding(
+                CheckFinding(
                     "version",
                     "warning",
                     f"the daemon is pivoter {running or 'of an unknown version'}, this command "
@@ -212,11 +222,11 @@ def _deployment(kube: Kube, manifests: Manifests, cli_version: str) -> tuple[lis
                 )
             )
         else:
-            findings.append(Finding("version", "ok", f"daemon and command are {cli_version}"))
+            findings.append(CheckFinding("version", "ok", f"daemon and command are {cli_version}"))
     return findings, True
 
 
-def _certificate(kube: Kube, manifests: Manifests) -> Finding:
+def _certificate(kube: Kube, manifests: Manifests) -> CheckFinding:
     for obj in manifests.components:
         if obj.get("kind") == "Job":
             meta = obj["metadata"]
@@ -225,18 +235,18 @@ def _certificate(kube: Kube, manifests: Manifests) -> Finding:
             except NotFound:
                 job = {}
             if int((job.get("status") or {}).get("succeeded") or 0) > 0:
-                return Finding("certificate", "ok", "the webhook certificate was made")
+                return CheckFinding("certificate", "ok", "the webhook certificate was made")
             try:
                 kube.get(SECRETS, "pivoter-webhook-cert", meta["namespace"])
-                return Finding("certificate", "ok", "the webhook certificate Secret exists")
+                return CheckFinding("certificate", "ok", "the webhook certificate Secret exists")
             except NotFound:
-                return Finding(
+                return CheckFinding(
                     "certificate",
                     "failed",
                     f"no webhook certificate yet: the Job {meta['namespace']}/{meta['name']} has "
                     "not succeeded (kubectl logs job/...)",
                 )
-    return Finding("certificate", "warning", "the manifests make no webhook certificate")
+    return CheckFinding("certificate", "warning", "the manifests make no webhook certificate")
 
 
 def _leader_election(manifests: Manifests) -> tuple[str, str] | None:
@@ -250,44 +260,46 @@ def _leader_election(manifests: Manifests) -> tuple[str, str] | None:
     return None
 
 
-def _leader(kube: Kube, manifests: Manifests) -> Finding:
+def _leader(kube: Kube, manifests: Manifests) -> CheckFinding:
     election = _leader_election(manifests)
     if election is None:
-        return Finding("leader", "ok", "leader election is off")
+        return CheckFinding("leader", "ok", "leader election is off")
     namespace, name = election
     try:
         lease = kube.get(LEASES, name, namespace)
     except NotFound:
-        return Finding("leader", "failed", f"no Lease {namespace}/{name}: no replica leads yet")
+        return CheckFinding(
+            "leader", "failed", f"no Lease {namespace}/{name}: no replica leads yet"
+        )
     spec = lease.get("spec") or {}
     holder = str(spec.get("holderIdentity") or "")
     renewed = str(spec.get("renewTime") or "")
     duration = int(spec.get("leaseDurationSeconds") or 15)
     if not holder or not renewed:
-        return Finding("leader", "failed", f"Lease {namespace}/{name} has no holder")
+        return CheckFinding("leader", "failed", f"Lease {namespace}/{name} has no holder")
     when = datetime.datetime.fromisoformat(renewed.replace("Z", "+00:00"))
     age = (datetime.datetime.now(datetime.UTC) - when).total_seconds()
     if age > 2 * duration:
-        return Finding(
+        return CheckFinding(
             "leader",
             "failed",
             f"Lease {namespace}/{name}: {holder} last renewed {age:.0f} s ago (the leader is gone "
             "and no replica took over)",
         )
-    return Finding("leader", "ok", f"{holder} leads (renewed {age:.0f} s ago)")
+    return CheckFinding("leader", "ok", f"{holder} leads (renewed {age:.0f} s ago)")
 
 
-def _webhook(kube: Kube) -> Finding:
+def _webhook(kube: Kube) -> CheckFinding:
     try:
         configuration = kube.get(VALIDATING, WEBHOOK_CONFIGURATION)
     except NotFound:
-        return Finding(
+        return CheckFinding(
             "webhook", "failed", f"{WEBHOOK_CONFIGURATION} is not registered (the leader does)"
         )
     if not all(
         (w.get("clientConfig") or {}).get("caBundle") for w in configuration.get("webhooks") or []
     ):
-        return Finding("webhook", "failed", f"{WEBHOOK_CONFIGURATION} has no CA bundle")
+        return CheckFinding("webhook", "failed", f"{WEBHOOK_CONFIGURATION} has no CA bundle")
     review = kube.create(
         SELF_REVIEWS,
         {
@@ -303,7 +315,7 @@ def _webhook(kube: Kube) -> Finding:
         },
     )
     if not (review.get("status") or {}).get("allowed"):
-        return Finding(
+        return CheckFinding(
             "webhook", "warning", "not asked: you may not create Bundles, which the check dry-runs"
         )
     # A Bundle whose ConfigMap does not exist passes the schema; only the webhook refuses it.
@@ -320,17 +332,17 @@ def _webhook(kube: Kube) -> Finding:
     try:
         kube.request("POST", BUNDLES.path(None), query=[("dryRun", "All")], body=probe)
     except Unavailable as exc:
-        return Finding("webhook", "failed", f"the API server cannot reach the webhook: {exc}")
+        return CheckFinding("webhook", "failed", f"the API server cannot reach the webhook: {exc}")
     except (Forbidden, KubeError):
-        return Finding("webhook", "ok", "the webhook answers (it refused a dry-run Bundle)")
-    return Finding(
+        return CheckFinding("webhook", "ok", "the webhook answers (it refused a dry-run Bundle)")
+    return CheckFinding(
         "webhook",
         "failed",
         "a dry-run Bundle naming a missing ConfigMap was admitted: the webhook is not called",
     )
 
 
-def _catalogs(kube: Kube) -> list[Finding]:
+def _catalogs(kube: Kube) -> list[CheckFinding]:
     findings = []
     for resource, condition_type in ((CATALOGS, "Serving"), (CLUSTER_CATALOGS, "Serving")):
         try:
@@ -346,13 +358,13 @@ def _catalogs(kube: Kube) -> list[Finding]:
                 reason = (condition or {}).get("message") or "not served yet"
                 bad.append(f"{resource.kind} {where}: {reason}")
         if bad:
-            findings.append(Finding("catalogs", "failed", "; ".join(bad)))
+            findings.append(CheckFinding("catalogs", "failed", "; ".join(bad)))
         elif items:
-            findings.append(Finding("catalogs", "ok", f"{len(items)} {resource.kind}s served"))
+            findings.append(CheckFinding("catalogs", "ok", f"{len(items)} {resource.kind}s served"))
     return findings
 
 
-def after_install(kube: Kube, manifests: Manifests, cli_version: str) -> list[Finding]:
+def after_install(kube: Kube, manifests: Manifests, cli_version: str) -> list[CheckFinding]:
     """What must hold once pivoter is installed (``pivoter check``)."""
     findings = [_server_version(kube), _crds(kube, manifests)]
     daemon, installed = _deployment(kube, manifests, cli_version)

@@ -27,8 +27,8 @@ from pivoter.kube import APPLY_PATCH, Invalid, Kube, KubeError, NotFound, Resour
 
 __all__ = [
     "FIELD_MANAGER",
+    "AppliedObjects",
     "InstallError",
-    "InstallResult",
     "Progress",
     "apply_manifests",
     "dry_run",
@@ -53,7 +53,7 @@ class InstallError(Exception):
 
 
 @dataclass
-class InstallResult:
+class AppliedObjects:
     """What one apply did: the objects created, changed and left as they were, and what the API
     server warned about."""
 
@@ -194,11 +194,11 @@ def _apply_job(
 
 def apply_manifests(
     kube: Kube, manifests: Manifests, *, progress: Progress, timeout: float
-) -> InstallResult:
+) -> AppliedObjects:
     """Apply the CRDs, wait for them, then the components. The caller has checked rights and
     dry runs first."""
     deadline = time.monotonic() + timeout
-    result = InstallResult()
+    result = AppliedObjects()
 
     def record(
         obj: Mapping[str, Any], before: str | None, response: Any, warnings: list[str]

@@ -22,9 +22,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from pivoter.apis.generate import CRDS
+from resolver.safedata import SafeDataError, load_yaml_all
 
 __all__ = [
     "DEFAULT_REPOSITORY",
@@ -94,10 +93,10 @@ def deploy_directory() -> Path:
     return packaged
 
 
-def _documents(path: Path) -> Iterator[dict[str, Any]]:
+def _file_objects(path: Path) -> Iterator[dict[str, Any]]:
     try:
-        loaded = list(yaml.safe_load_all(path.read_text()))
-    except (OSError, yaml.YAMLError) as exc:
+        loaded = load_yaml_all(path.read_text(), where=str(path))
+    except (OSError, SafeDataError) as exc:
         raise ManifestsError(f"cannot read {path}: {exc}") from exc
     for document in loaded:
         if document is None:
@@ -108,13 +107,13 @@ def _documents(path: Path) -> Iterator[dict[str, Any]]:
 
 
 def _deploy_objects(directory: Path) -> list[dict[str, Any]]:
-    kustomization = next(iter(_documents(directory / "kustomization.yaml")), {})
+    kustomization = next(iter(_file_objects(directory / "kustomization.yaml")), {})
     listed = kustomization.get("resources")
     if not isinstance(listed, list) or not all(isinstance(r, str) for r in listed):
         raise ManifestsError(f"{directory / 'kustomization.yaml'}: resources must list files")
     objects: list[dict[str, Any]] = []
     for name in listed:
-        objects.extend(_documents(directory / name))
+        objects.extend(_file_objects(directory / name))
     return objects
 
 
