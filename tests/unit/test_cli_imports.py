@@ -49,6 +49,7 @@ only."""
 
 SURFACE = {
     "pivoter",
+    "pivoter._version",  # generated at build by setuptools-scm: the version string only
     "pivoter.cli",
     "pivoter.cli.commands",
     "pivoter.cli.errors",
@@ -74,10 +75,13 @@ COMMAND_MODULES = {
             "catalog_serve",
             "catalog_test",
             "catalog_validate",
+            "check",
             "history",
+            "install",
             "plan",
             "resolve",
             "rollback",
+            "uninstall",
             "unpin",
             "version",
         )
@@ -165,7 +169,7 @@ def test_catalog_validate_needs_neither_kubernetes_nor_grpc() -> None:
 def test_every_handler_is_named_and_importable() -> None:
     found = handlers(build_parser())
     assert catalog_live.run in found  # catalog test --live
-    assert len(found) == 16
+    assert len(found) == 19
     for handler in found:
         assert callable(handler), handler
 
