@@ -198,6 +198,9 @@ def run(args: argparse.Namespace) -> int:
         if args.explain:
             sys.stderr.write("minimal set of conflicting constraints:\n")
             sys.stderr.writelines(f"  - {line}\n" for line in err.lines)
+            # The message as the profile's upstream words it (what a conformance case expects).
+            separator = profiles.SEPARATORS.get(args.profile, ", ")
+            sys.stderr.write(f"in one line: {err.text(separator)}\n")
         return int(ExitCode.UNSATISFIABLE)
     except ResolutionError as err:
         error(str(err))

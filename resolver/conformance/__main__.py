@@ -1,4 +1,4 @@
-"""``python -m resolver.conformance FILE...``: run conformance cases, exit 1 when any fails."""
+"""``python -m resolver.conformance [FILE...]``: run conformance cases, exit 1 when any fails."""
 
 from __future__ import annotations
 

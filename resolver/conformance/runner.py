@@ -2,7 +2,9 @@
 
 Each case runs under the profile its ``engine`` names, at its ``level`` (solver, resolver,
 channel_order, successors). A case listed in ``deviations.yaml`` is reported with its reason
-instead of failing. Prints one line per case and ends with ``N passed, M failed``. Used by
+instead of failing; a malformed case (a field missing that nothing implies, see
+:mod:`resolver.conformance.cases`) is one ``ERROR`` line naming the case and the field, and counts
+as failed. Prints one line per case and ends with ``N passed, M failed``. Used by
 ``python -m resolver.conformance`` and by the test suite.
 """
 
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +46,7 @@ class CaseVerdict:
     """The comparison of one case's outcome with its expectation."""
 
     id: str
-    status: str  # "pass", "fail" or "deviation"
+    status: str  # "pass", "fail", "error" (a malformed case) or "deviation"
     detail: str = ""
 
     def line(self) -> str:
@@ -58,21 +61,25 @@ def load_deviations(path: Path = DEVIATIONS) -> dict[str, str]:
     return {str(k): str(v) for k, v in data.items()}
 
 
-def run_case(case: Mapping[str, Any]) -> CaseOutcome:
-    """Run one case under its engine's profile."""
-    engine = str(case["engine"])
-    level = str(case["level"])
+def run_case(case: Mapping[str, Any], index: int = 0) -> CaseOutcome:
+    """Run one case under its engine's profile (raises :class:`cases.CaseError` when it is
+    malformed)."""
+    top = cases.validate(case, index)
+    engine = top.text("engine")
+    level = top.text("level")
     separator = profiles.SEPARATORS.get(engine, ", ")
     try:
         if level == "solver":
-            selected = profiles.solve_variables(cases.variables(case))
+            selected = profiles.solve_variables(cases.variables(case, index))
             return CaseOutcome("ok", tuple(sorted(selected)))
         if level == "channel_order":
-            package, channel, entries = cases.channel_entries(case)
+            package, channel, entries = cases.channel_entries(case, index)
             return CaseOutcome("ok", tuple(sort_channel(package, channel, entries)))
-        inp = cases.resolution_input(case)
         if level == "successors":
-            return CaseOutcome("ok", tuple(olmv1_filter.successors(inp)))
+            return CaseOutcome(
+                "ok", tuple(olmv1_filter.successors(cases.successors_input(case, index)))
+            )
+        inp = cases.resolution_input(case, index)
         result = profiles.get(engine)(inp)
     except NotSatisfiable as err:
         return CaseOutcome("unsat", error=err.message(separator))
@@ -127,7 +134,7 @@ def _show(choices: Sequence[Choice]) -> list[str]:
 
 def judge(case: Mapping[str, Any], got: CaseOutcome) -> str:
     """Return "" when ``got`` meets the case's expectation, else what differs."""
-    expect: Mapping[str, Any] = case["expect"]
+    expect: Mapping[str, Any] = case["expect"]  # checked by cases.validate
     if got.outcome != expect["outcome"]:
         extra = f" ({got.error})" if got.error else f" (selected {list(got.selected)})"
         return f"outcome {got.outcome}, expected {expect['outcome']}{extra}"
@@ -155,13 +162,24 @@ def judge(case: Mapping[str, Any], got: CaseOutcome) -> str:
 
 
 def run_file(path: Path, deviations: Mapping[str, str]) -> list[CaseVerdict]:
-    """Run every case of one file."""
-    data = yaml.safe_load(path.read_text())
+    """Run every case of one file (a malformed case is an ``error`` verdict naming the field;
+    a file that is not a case file raises :class:`CaseFileError`)."""
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as err:
+        raise CaseFileError(f"{path}: {err.strerror or err}") from None
+    except yaml.YAMLError as err:
+        raise CaseFileError(f"{path}: not valid YAML: {' '.join(str(err).split())}") from None
+    if not isinstance(data, Mapping) or not isinstance(data.get("cases"), list):
+        raise CaseFileError(f"{path}: not a conformance case file (no list of cases)")
     verdicts = []
-    for case in data.get("cases", []):
-        cid = str(case["id"])
+    for index, case in enumerate(data["cases"]):
+        cid = cases.case_id(case, index)
         try:
-            problem = judge(case, run_case(case))
+            problem = judge(case, run_case(case, index))
+        except cases.CaseError as err:
+            verdicts.append(CaseVerdict(cid, "error", f"malformed case: {err}"))
+            continue
         except Exception as err:
             problem = f"crashed: {type(err).__name__}: {err}"
         if cid in deviations:
@@ -172,18 +190,48 @@ def run_file(path: Path, deviations: Mapping[str, str]) -> list[CaseVerdict]:
     return verdicts
 
 
+class CaseFileError(Exception):
+    """A file given to the runner that cannot be read as a list of cases."""
+
+
+DEFAULT_FILES = (
+    Path(__file__).resolve().parents[2] / "tests" / "data" / "conformance" / "resolver-cases.yaml",
+    Path(__file__).resolve().parents[2] / "tests" / "data" / "conformance" / "pivoter-cases.yaml",
+)
+"""The files run when none is named: the shared corpus's copy and pivoter's own cases (in a
+checkout)."""
+
+
 def main(argv: Sequence[str]) -> int:
-    """Entry point: run the files, print one line per case and the totals."""
+    """Entry point: run the files, print one line per case and the totals.
+
+    Exit 0 when every case passes or is a listed deviation, 1 when one fails or is malformed,
+    2 when a file cannot be read.
+    """
     parser = argparse.ArgumentParser(prog="python -m resolver.conformance")
-    parser.add_argument("files", nargs="+", type=Path)
+    parser.add_argument(
+        "files",
+        nargs="*",
+        type=Path,
+        help="case files (default: tests/data/conformance/*-cases.yaml of the checkout)",
+    )
     parser.add_argument("--deviations", type=Path, default=DEVIATIONS)
     args = parser.parse_args(argv)
+    files = list(args.files) or [f for f in DEFAULT_FILES if f.is_file()]
+    if not files:
+        parser.error("no case files given and none found in tests/data/conformance/")
     deviations = load_deviations(args.deviations)
-    verdicts = [v for f in args.files for v in run_file(f, deviations)]
+    verdicts = []
+    try:
+        for f in files:
+            verdicts += run_file(f, deviations)
+    except CaseFileError as err:
+        print(f"python -m resolver.conformance: {err}", file=sys.stderr)
+        return 2
     for v in verdicts:
         print(v.line())
     passed = sum(v.status == "pass" for v in verdicts)
-    failed = sum(v.status == "fail" for v in verdicts)
+    failed = sum(v.status in ("fail", "error") for v in verdicts)
     listed = sum(v.status == "deviation" for v in verdicts)
     if listed:
         print(f"{listed} deliberate deviations (reasons above, from {args.deviations.name})")

@@ -2,7 +2,9 @@
 
 Subscriptions, the virtual ``@existing`` catalog of installed CSVs, candidates ordered as OLM
 orders them (default channel, replaces chain, installed last; dependency candidates by
-``@existing``, own catalog, priority, namespace, name), package and GVK uniqueness, fail-forward,
+``@existing``, own catalog, priority, namespace, name), a Subscription's installed CSV named on
+either side (:func:`link_subscriptions`), system constraints on catalog entries only (installed
+CSVs are exempt), package and GVK uniqueness, fail-forward,
 and OLM's preference search followed by its extras minimisation. Explanations are minimal (a MUS)
 where OLM prints whatever gini's core holds. Called through :mod:`resolver.profiles`.
 """
@@ -221,6 +223,25 @@ class OlmV0:
                 f"no operators found in package {req.package} in the catalog referenced by "
                 f"subscription {sub}"
             )
+        elif channel and not any(channel in c.channels for c in pkg_cands):
+            reason = (
+                f"no operators found in channel {channel} of package {req.package} in the "
+                f"catalog referenced by subscription {sub}"
+            )
+        elif (
+            installed is None
+            and req.starting_bundle
+            and not any(
+                c.name == req.starting_bundle and (not channel or channel in c.channels)
+                for c in pkg_cands
+            )
+        ):
+            # OLM counts the package, then the channel, then the starting CSV's name: a
+            # starting CSV that is only in another channel is a missing name, not channel.
+            reason = (
+                f"no operators found with name {req.starting_bundle} in channel {channel} of "
+                f"package {req.package} in the catalog referenced by subscription {sub}"
+            )
         else:
             only = req.starting_bundle if installed is None else ""
             ordered = self._grouped(source.name, req.package, only)
@@ -436,6 +457,33 @@ def as_subscriptions(inp: ResolutionInput) -> ResolutionInput:
     return replace(inp, requests=requests, installed=installed)
 
 
+def link_subscriptions(inp: ResolutionInput) -> ResolutionInput:
+    """Make both sides of "this Subscription's installed CSV" agree.
+
+    OLM v0 knows one fact, a Subscription's ``status.installedCSV``: it finds the Subscription's
+    current CSV by it, and a CSV no Subscription names that way is free-standing (required to
+    stay). An input may state it on either side, as the request's ``installed_bundle`` or as the
+    installed bundle's ``subscribed_by``; each is filled in from the other when left out (the
+    request's own value wins).
+    """
+    requests = list(inp.requests)
+    installed = list(inp.installed)
+    for n, req in enumerate(requests):
+        sub = req.name or req.package
+        if req.installed_bundle:
+            continue
+        found = next((i for i in installed if i.subscribed_by == sub), None)
+        if found is not None:
+            requests[n] = replace(req, installed_bundle=found.name)
+    for n, inst in enumerate(installed):
+        if inst.subscribed_by is not None:
+            continue
+        owner = next((r for r in requests if r.installed_bundle == inst.name), None)
+        if owner is not None:
+            installed[n] = replace(inst, subscribed_by=owner.name or owner.package)
+    return replace(inp, requests=requests, installed=installed)
+
+
 def resolve(inp: ResolutionInput) -> Resolution:
     """Resolve ``inp`` with OLM v0's semantics."""
-    return OlmV0(as_subscriptions(inp)).resolve()
+    return OlmV0(link_subscriptions(as_subscriptions(inp))).resolve()

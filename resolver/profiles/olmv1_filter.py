@@ -1,17 +1,22 @@
 """The ``olmv1-filter`` profile: OLM v1 as it is today (operator-controller, after PR #758).
 
-No solver: per catalog, filter the package's bundles by channel, version range (Masterminds) and,
-unless the policy is ``SelfCertified``, by the successors of the installed bundle; sort
-non-deprecated first, then by version; keep the top bundle per catalog; across catalogs
-non-deprecated beats deprecated, then the highest priority wins and a tie is an error. The chosen
-bundle is then rejected if it declares dependencies. Called through :mod:`resolver.profiles`.
+No solver: among the available catalogs the request's catalog selector picks (each catalog seen
+with the labels the cluster gives it), per catalog, filter the package's bundles by channel,
+version range (Masterminds) and, unless the policy is ``SelfCertified``, by the successors of the
+installed bundle; sort non-deprecated first (bundle deprecations only), then by version; keep the
+top bundle per catalog; across catalogs non-deprecated beats deprecated, then the highest
+priority wins, and a tie of the two highest is an error naming every catalog in the running. The
+chosen bundle is then rejected if it declares dependencies. Called through
+:mod:`resolver.profiles`.
 """
 
 from __future__ import annotations
 
+from resolver.catalog.model import SCHEMA_BUNDLE
 from resolver.rules.channels import is_successor
 from resolver.rules.inputs import (
     Candidate,
+    CatalogInput,
     Choice,
     Index,
     Installed,
@@ -21,6 +26,7 @@ from resolver.rules.inputs import (
     ResolutionInput,
 )
 from resolver.rules.predicates import has_requirements
+from resolver.rules.selectors import CatalogSelectorError, catalog_labels
 from resolver.versions import (
     PrecedenceKey,
     RangeSyntaxError,
@@ -73,11 +79,35 @@ def parse_user_range(text: str) -> VersionRange | None:
         ) from None
 
 
+def _bundle_deprecated(cand: Candidate) -> bool:
+    """Whether the catalog deprecates this bundle itself: OLM v1 sorts and compares candidates by
+    ``olm.bundle`` deprecation entries only (package and channel deprecations become conditions,
+    not a preference)."""
+    dep = cand.source.catalog.deprecation_of(cand.package)
+    return dep is not None and any(
+        e.schema == SCHEMA_BUNDLE and e.name == cand.name for e in dep.entries
+    )
+
+
+def selected_sources(index: Index, req: PackageRequest) -> list[CatalogInput]:
+    """The available catalogs ``req``'s catalog selector picks, by name (all without one)."""
+    if req.catalog_selector is None:
+        return list(index.sources)
+    try:
+        req.catalog_selector.requirements()
+    except CatalogSelectorError as err:
+        raise ResolutionError(f"desired catalog selector is invalid: {err}") from None
+    return [
+        s for s in index.sources if req.catalog_selector.matches(catalog_labels(s.name, s.labels))
+    ]
+
+
 def resolve_one(index: Index, req: PackageRequest, installed: Installed | None) -> Choice:
     """Pick the bundle of one ClusterExtension."""
+    sources = selected_sources(index, req)
     rng = parse_user_range(req.version_range)
     tops: list[tuple[Candidate, bool]] = []
-    for source in index.sources:
+    for source in sources:
         found: list[tuple[Candidate, bool]] = []
         for cand in index.candidates(req.package):
             if cand.catalog != source.name:
@@ -92,7 +122,7 @@ def resolve_one(index: Index, req: PackageRequest, installed: Installed | None) 
                 and not is_legacy_successor(cand, installed)
             ):
                 continue
-            found.append((cand, bool(index.deprecated(cand))))
+            found.append((cand, _bundle_deprecated(cand)))
         if found:
             found.sort(key=lambda f: version_key(f[0].version), reverse=True)
             found.sort(key=lambda f: f[1])  # stable: non-deprecated first, each newest first
@@ -106,9 +136,11 @@ def resolve_one(index: Index, req: PackageRequest, installed: Installed | None) 
         raise ResolutionError(f"{prefix}no bundles found {_describe(req)}")
     if any(not dep for _, dep in tops):
         tops = [t for t in tops if not t[1]]
-    best = max(t[0].source.priority for t in tops)
-    tops = [t for t in tops if t[0].source.priority == best]
-    if len(tops) > 1:
+    # Priority decides only when the best catalog's priority is its own: when the two highest
+    # tie, OLM v1 refuses to choose and names every catalog still in the running (lower
+    # priorities included), as its resolution error lists them.
+    tops.sort(key=lambda t: t[0].source.priority, reverse=True)
+    if len(tops) > 1 and tops[0][0].source.priority == tops[1][0].source.priority:
         names = " ".join(sorted(t[0].catalog for t in tops))
         raise ResolutionError(
             f"{prefix}found bundles {_describe(req)} in multiple catalogs with the same "

@@ -25,6 +25,7 @@ from resolver.catalog.model import (
     Property,
 )
 from resolver.rules.reads import Reads
+from resolver.rules.selectors import CatalogSelector
 from resolver.versions import Version, VersionSyntaxError, parse_version
 
 
@@ -37,6 +38,9 @@ class CatalogInput:
     priority: int = 0
     namespace: str = ""
     available: bool = True
+    labels: Mapping[str, str] = field(default_factory=dict)
+    """The catalog object's labels: OLM v1 selects ClusterCatalogs by them (the name label
+    every ClusterCatalog carries is implied: :func:`resolver.rules.selectors.catalog_labels`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +116,8 @@ class PackageRequest:
     catalog: str = ""
     starting_bundle: str = ""
     installed_bundle: str = ""
+    catalog_selector: CatalogSelector | None = None
+    """OLM v1: the catalogs this ClusterExtension may resolve from (None: every catalog)."""
 
 
 @dataclass(slots=True)

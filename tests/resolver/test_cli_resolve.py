@@ -84,7 +84,12 @@ def test_missing_cert_manager_is_a_minimal_explanation(package: str, versions: s
     ) in summary
     assert f"package {package} is requested:" in summary
     # The minimal set: the request, its candidate list, one unmet requirement per candidate.
-    mus = proc.stderr.split("minimal set of conflicting constraints:\n")[1].splitlines()
+    explained = proc.stderr.split("minimal set of conflicting constraints:\n")[1].splitlines()
+    mus = [line for line in explained if line.startswith("  - ")]
+    # ... and the same constraints in one line, as OLM words its message.
+    assert explained[-1] == "in one line: constraints not satisfiable: " + ", ".join(
+        line[4:] for line in mus
+    )
     candidates = int(summary.split(f"package {package} is requested: ")[1].split(" candidate")[0])
     assert len(mus) == 2 + candidates
     assert mus[0] == f"  - package {package} is requested"

@@ -13,9 +13,9 @@ from resolver.rules.inputs import (
     ResolutionInput,
     Unsatisfiable,
 )
-from tests.tools import SHARED
+from tests.tools import SHARED, requires_shared
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, requires_shared]
 
 
 @pytest.mark.parametrize("name", ["certified-operators-v4.20", "community-operators-prod-v4.20"])

@@ -3,11 +3,12 @@ an OLM v0 CatalogSource pod, or ``pivoter catalog serve``).
 
 The catalog is rebuilt from ``ListPackages`` + ``GetPackage`` (packages, default channels, heads,
 package and channel deprecations) and ``ListBundles`` (one message per channel membership: the
-entry's replaces/skips/skipRange, the bundle's image and properties). The FBC objects are
-assembled first and handed to the shared loader, so the model is the one a directory holding
-them would give. What the wire does not carry (icons, descriptions, package and channel
-properties, ``olm.csv.metadata``/``olm.bundle.object`` of bundles with an image, related images,
-package-less custom schemas) is absent; docs/catalogs-wire.md lists it. Opened by
+entry's replaces/skips/skipRange, the bundle's image and properties, and the requirements OLM v0
+reads from a sqlite-built index's older fields: dependencies, required and provided APIs). The
+FBC objects are assembled first and handed to the shared loader, so the model is the one a
+directory holding them would give. What the wire does not carry (icons, descriptions, package
+and channel properties, ``olm.csv.metadata``/``olm.bundle.object`` of bundles with an image,
+related images, package-less custom schemas) is absent; docs/catalogs-wire.md lists it. Opened by
 :func:`resolver.catalog.sources.open_source` for ``grpc://host:port``.
 """
 
@@ -27,6 +28,11 @@ from resolver.catalog.load import charge_message, load_objects, message_budget
 from resolver.catalog.model import (
     JSON,
     PROP_BUNDLE_OBJECT,
+    PROP_CONSTRAINT,
+    PROP_GVK,
+    PROP_GVK_REQUIRED,
+    PROP_LABEL_REQUIRED,
+    PROP_PACKAGE_REQUIRED,
     SCHEMA_BUNDLE,
     SCHEMA_CHANNEL,
     SCHEMA_DEPRECATIONS,
@@ -302,6 +308,7 @@ def _objects(
             except safedata.SafeDataError:
                 value = prop.value
             properties.append({"type": prop.type, "value": value})
+        properties += _legacy_properties(b, properties)
         if not b.bundlePath:
             # Without an image the inline manifests are the bundle: keep them as opm's FBC did.
             for obj in b.object:
@@ -316,3 +323,48 @@ def _objects(
         }
         objects.append((blob, origin))
     return objects
+
+
+def _legacy_properties(b: api.Bundle, properties: list[JSON]) -> list[JSON]:
+    """The properties OLM v0 reads from a bundle's older fields, not already among ``properties``.
+
+    An index built with sqlite serves dependencies.yaml's entries (``olm.gvk``, ``olm.package``,
+    ``olm.label``, ``olm.constraint``) only as ``dependencies`` and a CSV's required APIs only as
+    ``requiredApis``; OLM v0 turns them into requirement properties (``source_registry.go``):
+    the dependencies when there are any, else the required APIs, plus the provided APIs as
+    ``olm.gvk`` when the bundle has no properties at all. ``opm serve`` derives the same fields
+    from the properties, so for a file-based catalog this adds nothing.
+    """
+    extra: list[JSON] = []
+    if not b.properties:
+        extra += [{"type": PROP_GVK, "value": _gvk_value(g)} for g in b.providedApis]
+    if b.dependencies:
+        for dep in b.dependencies:
+            try:
+                value = safedata.load_json(dep.value)
+            except safedata.SafeDataError:
+                continue  # OLM fails the bundle; the loader would not read it either
+            if dep.type == "olm.gvk" and isinstance(value, dict):
+                gvk = {k: value.get(k, "") for k in ("group", "version", "kind")}
+                extra.append({"type": PROP_GVK_REQUIRED, "value": gvk})
+            elif dep.type == "olm.package" and isinstance(value, dict):
+                required = {
+                    "packageName": value.get("packageName", ""),
+                    "versionRange": value.get("version", ""),
+                }
+                extra.append({"type": PROP_PACKAGE_REQUIRED, "value": required})
+            elif dep.type == "olm.label":
+                extra.append({"type": PROP_LABEL_REQUIRED, "value": value})
+            elif dep.type == "olm.constraint":
+                extra.append({"type": PROP_CONSTRAINT, "value": value})
+    else:
+        extra += [{"type": PROP_GVK_REQUIRED, "value": _gvk_value(g)} for g in b.requiredApis]
+    result: list[JSON] = []
+    for prop in extra:
+        if prop not in properties and prop not in result:
+            result.append(prop)
+    return result
+
+
+def _gvk_value(gvk: api.GroupVersionKind) -> JSON:
+    return {"group": gvk.group, "version": gvk.version, "kind": gvk.kind}
