@@ -40,7 +40,7 @@ from tests.cluster import TestCluster, wait_for
 from tests.image.images import REPO, BuiltImage, build, podman
 from tests.image.realnode import GATEWAY, RealNode, real_node
 from tests.inputs.helpers import Publisher, Version
-from tests.olmv1.content import push_image_with
+from tests.olmv1.content import Bundle, bundle_files, push_image_with
 from tests.provisioners.oci import Pusher
 from tests.provisioners.servers import Registry, make_tls, run_registry
 from tests.tools import tool
@@ -80,7 +80,7 @@ PIVOTER_GROUPS = (
 )
 STATE: dict[str, Any] = {}
 """What one step of the story leaves for the next (the tests run in file order)."""
-# Each input and the Deployment its bundle runs (one pod each, the pause image).
+# Each input and its package; its bundle runs one Deployment of one pod (the pause image).
 INPUTS = {
     "bd": (BUNDLE_DEPLOYMENTS, "app-bd"),
     "resolution": (RESOLUTIONS, "app-res"),
@@ -241,7 +241,14 @@ def catalog(
     pusher = Pusher(content_registry.base, None, None, STATE["content_ca"])
     publisher = Publisher(pusher, at_gateway, directory)
     for _, name in INPUTS.values():
-        publisher.add(name, Version("1.0.0", _workload(name, image_registry)))
+        if name == "app-ce":  # OLM v1 installs registry+v1 bundles only
+            files = bundle_files("life", name, Bundle("1.0.0", contents=("Deployment",)))
+            pause = f"{image_registry.host}/pivoter-pause:1"
+            text = {path: body.replace("busybox:1.36", pause) for path, body in files.items()}
+            version = Version("1.0.0", "", mediatype="registry+v1", files=tuple(text.items()))
+            publisher.add(name, version)
+        else:
+            publisher.add(name, Version("1.0.0", _workload(name, image_registry)))
     publisher.publish()
     fbc = "".join("---\n" + path.read_text() for path in sorted(directory.glob("*.yaml")))
     push_image_with(
@@ -465,10 +472,16 @@ def _wait_installed(kube: Kube, what: str) -> None:
         raise
 
 
+def _deployment_of(package: str) -> str:
+    """The Deployment a package's bundle runs (registry+v1: the CSV's, tests.olmv1.content)."""
+    return "test-operator-life-app-ce" if package == "app-ce" else package
+
+
 def _workloads(kube: Kube) -> dict[str, tuple[str, str, int]]:
     """Each workload's Deployment uid, its running pod's uid and restart count."""
     state = {}
-    for _, name in INPUTS.values():
+    for _, package in INPUTS.values():
+        name = _deployment_of(package)
         deployment = kube.get(DEPLOYMENTS, name, APPS)
         pods = [
             p
