@@ -3,8 +3,10 @@
 # pivoter daemon, installs a rukpak-style BundleDeployment and pivots it; then serves an example
 # catalog (bundle images in a local registry), installs a Resolution (with a dependency) and a
 # PlatformOperator from it, upgrades them when the catalog changes, rolls a broken update back as
-# a group, prints the history, shows the catalog tools, walks greeter's upgrade path live on the
-# cluster (pivoter catalog test --live), and cleans everything up.
+# a group, prints the history; serves OLM v1's APIs too: a ClusterCatalog (a catalog image in the
+# local registry) and a ClusterExtension whose package needs another (pivoter resolves it; OLM v1
+# does not), a broken upgrade rolled back as a group, its history; shows the catalog tools, walks
+# greeter's upgrade path live on the cluster (pivoter catalog test --live), and cleans up.
 # Usage: hack/demo.sh [--keep] [--image IMAGE]
 #   --keep:  leave the cluster and daemon running at the end
 #   --image: run the daemon from pivoter's image (hack/image/build.sh) with podman, as a Pod would:
@@ -54,8 +56,10 @@ export KUBECONFIG
 echo "started in $(($(date +%s) - start)) s; KUBECONFIG=$KUBECONFIG"
 kubectl get nodes
 
-step "2. The CRDs (rukpak's core.rukpak.io, pivoter.io, platform.openshift.io) and pivoter's namespace"
-kubectl apply --server-side -f crds/ >/dev/null
+step "2. The CRDs (rukpak's core.rukpak.io, pivoter.io, platform.openshift.io; OLM v1's) and a namespace"
+# crds/olmv1/: pivoter's copies of OLM v1's ClusterCatalog and ClusterExtension (docs/olm-v1.md),
+# installed before the daemon starts so that it serves them.
+kubectl apply --server-side -f crds/ -f crds/olmv1/ >/dev/null
 kubectl wait --for=condition=Established crd --all --timeout=60s >/dev/null
 kubectl get crds -o custom-columns=NAME:.metadata.name,GROUP:.spec.group
 if [[ -n $image ]]; then # the namespace, service account and RBAC the daemon runs with in a cluster
@@ -65,13 +69,15 @@ else
   kubectl create namespace pivoter-system
 fi
 
-step "3. pivoter run: controllers, metrics, probes, content server and admission webhook"
+step "3. pivoter run: controllers, metrics, probes, content server, admission webhook, OLM v1's APIs"
 metrics=$(free_port) probes=$(free_port) content=$(free_port) webhook=$(free_port)
+catalogd=$(free_port)
 mkdir -p "$demo_dir"
 daemon_args=(--namespace pivoter-system --leader-elect --leader-election-namespace pivoter-system
   --metrics-bind-address "127.0.0.1:$metrics" --health-probe-bind-address "127.0.0.1:$probes"
   --content-bind-address "127.0.0.1:$content" --content-url "http://127.0.0.1:$content"
   --webhook-bind-address "127.0.0.1:$webhook" --webhook-url "https://127.0.0.1:$webhook"
+  --catalogd-bind-address "127.0.0.1:$catalogd" --catalogd-url "http://127.0.0.1:$catalogd"
   --log-format text)
 if [[ -n $image ]]; then
   echo "from the image $image (podman), as system:serviceaccount:pivoter-system:pivoter"
@@ -92,6 +98,8 @@ echo "/readyz:  $(curl -fsS "http://127.0.0.1:$probes/readyz")"
 echo "/metrics (excerpt):"
 curl -fsS "http://127.0.0.1:$metrics/metrics" | grep -E '^pivoter_leader|^workqueue_depth' | head -5
 kubectl -n pivoter-system get lease
+# --olmv1=auto (the default): crds/olmv1/ are pivoter's and no OLM v1 controller runs, so serve.
+grep -o 'OLM v1 APIs: .*' "$demo_dir/pivoter.log" | head -1
 
 step "4. A plain bundle in immutable ConfigMaps, installed by a rukpak BundleDeployment"
 for v in v1 v2; do
@@ -221,13 +229,94 @@ kubectl get resolution/greeter \
 kubectl -n demo-apps get configmap greeter -o jsonpath='{.data.greeting}{"\n"}'
 pivoter history greeter --kubeconfig "$KUBECONFIG" --namespace pivoter-system
 
-step "11. Catalog tools: validate, resolve and test a real catalog (no cluster needed)"
+step "11. OLM v1's APIs: a ClusterCatalog (a catalog image) and a ClusterExtension with a dependency"
+catalog_image=$(python hack/demo/publish_olmv1.py 1 --registry "127.0.0.1:$registry_port")
+kubectl create namespace guestbook
+# pivoter installs as the ServiceAccount a ClusterExtension names: this one may apply what the
+# guestbook bundles hold (CRDs, Deployments), and no more.
+kubectl apply -f - <<EOF
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: guestbook-installer, namespace: guestbook}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: guestbook-installer}
+rules:
+  - apiGroups: [apiextensions.k8s.io]
+    resources: [customresourcedefinitions]
+    verbs: [get, list, watch, create, update, patch, delete]
+  - apiGroups: [apps]
+    resources: [deployments]
+    verbs: [get, list, watch, create, update, patch, delete]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: guestbook-installer}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: guestbook-installer}
+subjects: [{kind: ServiceAccount, name: guestbook-installer, namespace: guestbook}]
+---
+apiVersion: olm.operatorframework.io/v1
+kind: ClusterCatalog
+metadata: {name: demo-olmv1}
+spec:
+  source: {type: Image, image: {ref: "$catalog_image"}}
+---
+apiVersion: olm.operatorframework.io/v1
+kind: ClusterExtension
+metadata:
+  name: guestbook
+  annotations:
+    pivoter.io/dependencies: Install
+    pivoter.io/auto-rollback: "true"
+spec:
+  namespace: guestbook
+  serviceAccount: {name: guestbook-installer}
+  source:
+    sourceType: Catalog
+    catalog: {packageName: guestbook}
+EOF
+echo "guestbook needs the GuestbookStore API: OLM v1 does not resolve dependencies (it refuses the" \
+  "bundle); pivoter does (pivoter.io/dependencies: Install) and installs guestbook-store in the same group"
+kubectl wait clustercatalog/demo-olmv1 --for=condition=Serving --timeout=60s
+kubectl wait clusterextension/guestbook --for=condition=Installed --timeout=120s
+kubectl get clustercatalogs,clusterextensions
+kubectl get clusterextension/guestbook \
+  -o jsonpath='{range .status.selection[*]}selected {.package} {.version}{"\n"}{end}'
+kubectl get clusterextension/guestbook -o jsonpath='applied in waves: {.status.pivot.waves}{"\n"}'
+images='DEPLOYMENT:.metadata.name,IMAGE:.spec.template.spec.containers[0].image'
+kubectl -n guestbook get deployments -o custom-columns="$images"
+
+step "12. The catalog image gains guestbook 1.1.0, broken, needing guestbook-store 1.1.0: both go back"
+catalog_image=$(python hack/demo/publish_olmv1.py 2 --registry "127.0.0.1:$registry_port")
+kubectl patch clustercatalog/demo-olmv1 --type=merge \
+  -p "{\"spec\":{\"source\":{\"image\":{\"ref\":\"$catalog_image\"}}}}"
+# pivoter keeps an installed dependency where it is unless asked (docs/resolution.md): UpToDate
+# says why 1.1.0 is not taken, and asking for it moves both packages in one group.
+kubectl wait clusterextension/guestbook --for=condition=UpToDate=False --timeout=60s >/dev/null
+kubectl get clusterextension/guestbook \
+  -o jsonpath='{range .status.conditions[?(@.type=="UpToDate")]}UpToDate: {.message}{"\n"}{end}'
+echo "asking for guestbook >=1.1.0 (spec.source.catalog.version): revision 2 moves both"
+kubectl patch clusterextension/guestbook --type=merge \
+  -p '{"spec":{"source":{"catalog":{"version":">=1.1.0"}}}}'
+ce_phase() { kubectl get clusterextension/guestbook -o jsonpath='{.status.pivot.phase}'; }
+for _ in $(seq 1 240); do
+  [[ $(ce_phase) == RolledBack ]] && break
+  sleep 0.5
+done
+[[ $(ce_phase) == RolledBack ]] || die "clusterextension/guestbook: the broken upgrade never rolled back"
+kubectl get clusterextension/guestbook \
+  -o jsonpath='{range .status.conditions[?(@.type=="Progressing")]}Progressing {.reason}: {.message}{"\n"}{end}'
+kubectl -n guestbook get deployments -o custom-columns="$images"
+pivoter history clusterextension/guestbook --kubeconfig "$KUBECONFIG" --namespace pivoter-system
+
+step "13. Catalog tools: validate, resolve and test a real catalog (no cluster needed)"
 catalog=tests/data/catalogs/community-operators-prod-v4.20
 pivoter catalog validate "$catalog" | tail -1
 pivoter resolve --catalog "$catalog" --package nfs-provisioner-operator
 pivoter catalog test tests/data/channeltest/good
 
-step "12. A catalog maintainer walks greeter's channel on the cluster: catalog test --live"
+step "14. A catalog maintainer walks greeter's channel on the cluster: catalog test --live"
 # The walk's temporary Resolution must be the only input installing greeter.
 kubectl delete resolution/greeter --wait=true --timeout=120s
 rc=0
@@ -238,5 +327,7 @@ pivoter catalog test "$demo_dir/catalog" --live --package greeter --kubeconfig "
 step "Done"
 if $keep; then
   echo "cluster and daemon left running: export KUBECONFIG=$KUBECONFIG; daemon pid $daemon_pid"
-  echo "stop with: kill $daemon_pid; PIVOTER_CLUSTER_DIR=$PIVOTER_CLUSTER_DIR hack/cluster-down.sh"
+  echo "the registry (pid $registry_pid) and the catalog server (pid $serve_pid) too"
+  echo "stop with: kill $daemon_pid $serve_pid $registry_pid;" \
+    "PIVOTER_CLUSTER_DIR=$PIVOTER_CLUSTER_DIR hack/cluster-down.sh"
 fi

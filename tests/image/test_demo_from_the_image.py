@@ -5,7 +5,9 @@ and RBAC, and runs the image with podman (``hack/image/run.sh``): in-cluster con
 TokenRequest token, the cluster CA and the namespace mounted where Kubernetes mounts them, no
 kubeconfig, deploy/'s securityContext. Then the demo's flow runs unchanged: a BundleDeployment and
 its pivot, the admission webhook refusing a change, a catalog served from the host, a Resolution
-with a dependency, an upgrade, a grouped rollback, ``catalog test --live``.
+with a dependency, an upgrade, a grouped rollback; OLM v1's APIs served by the container (a
+ClusterCatalog unpacked from a catalog image, a ClusterExtension installed as its service account
+with a dependency, a broken upgrade rolled back as a group); ``catalog test --live``.
 """
 
 from __future__ import annotations
@@ -56,5 +58,17 @@ def test_the_demo_passes_with_pivoter_running_from_the_image(
     assert "greeter@1.1.0, greeter-db@1.0.0" in out
     assert "failed (RolledBack: greeter.v1.2.0)" in out
     assert "the path was not walked: step 3 (1.2.0) ended RolledBack" in out
+    # OLM v1's APIs, served by the container: the dependency installed with the package, and the
+    # broken upgrade that had moved both rolled back as one group.
+    assert "OLM v1 APIs: served" in out
+    assert "selected guestbook-store 1.0.0" in out
+    history = re.search(
+        r"^r1 .*active, last successful\n.*guestbook@1\.0\.0, guestbook-store@1\.0\.0\n.*\n"
+        r"r2 .*failed \(RolledBack: guestbook\.v1\.1\.0\)\n"
+        r".*guestbook@1\.1\.0, guestbook-store@1\.1\.0$",
+        out,
+        re.MULTILINE,
+    )
+    assert history is not None, out[-3000:]
     # SIGTERM reached pivoter through podman: a graceful shutdown released the Lease.
     assert "released lease pivoter-system/pivoter-leader.pivoter.io" in log
