@@ -59,7 +59,17 @@ COPY proto/ /src/proto/
 COPY pivoter/ /src/pivoter/
 COPY resolver/ /src/resolver/
 COPY provisioners/ /src/provisioners/
+COPY deploy/ /src/deploy/
+# The build's identity. The context is a tree without .git, so hack/image/build.sh passes what git
+# says of the commit: the version (setuptools-scm's, for the pretend variable it reads), the commit
+# and its date (setup.py writes them into pivoter/_version.py; docs/releasing.md). Declared here,
+# after the locked packages, so a new commit does not rebuild their layer.
+ARG PIVOTER_VERSION=0.0.0+unknown
+ARG PIVOTER_COMMIT=unknown
+ARG PIVOTER_DATE_EPOCH=
 RUN cd /src \
+ && export SETUPTOOLS_SCM_PRETEND_VERSION_FOR_PIVOTER="$PIVOTER_VERSION" \
+      PIVOTER_BUILD_COMMIT="$PIVOTER_COMMIT" SOURCE_DATE_EPOCH="$PIVOTER_DATE_EPOCH" \
  && /opt/build/bin/pip wheel --no-deps --no-build-isolation --wheel-dir /wheels . \
  && /opt/pivoter/bin/pip install --no-deps --no-index /wheels/pivoter-*.whl \
  && /opt/pivoter/bin/pip check \
@@ -81,3 +91,14 @@ USER 65532:65532
 WORKDIR /var/lib/pivoter
 ENTRYPOINT ["pivoter"]
 CMD ["run"]
+# Which pivoter this is, as `pivoter version` says it too (labels add no layer; last, so a new
+# commit changes nothing above).
+ARG PIVOTER_VERSION=0.0.0+unknown
+ARG PIVOTER_COMMIT=unknown
+ARG PIVOTER_CREATED=unknown
+LABEL org.opencontainers.image.title="pivoter" \
+      org.opencontainers.image.description="Catalog-driven package lifecycle daemon for Kubernetes" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.version="${PIVOTER_VERSION}" \
+      org.opencontainers.image.revision="${PIVOTER_COMMIT}" \
+      org.opencontainers.image.created="${PIVOTER_CREATED}"

@@ -2,7 +2,8 @@
 # Installs what pivoter needs on a machine that has none of it, idempotently:
 # a Python 3.11+ virtualenv in .venv with pivoter and its test/dev extras installed (editable).
 # Re-running is cheap: pip runs again only when pyproject.toml, setup.py or proto/*.proto changed
-# (setup.py generates the gRPC stubs from proto/ at install time).
+# (setup.py generates the gRPC stubs from proto/ at install time); when only HEAD moved, the version
+# module (pivoter/_version.py: version, commit, date) is rewritten in place, without pip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,4 +37,16 @@ if [[ ! -f $stamp || "$(cat "$stamp")" != "$want" ]]; then
   .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
   .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test,dev]'
   echo "$want" >"$stamp"
+fi
+
+# An editable install is not rebuilt on every commit, so its version module would name the commit
+# it was installed at; setup.py rewrites it (setuptools-scm is a dev extra) when HEAD moves.
+head_stamp=.venv/.pivoter-head
+head=$(git rev-parse HEAD 2>/dev/null || true)
+if [[ -n $head && ( ! -f pivoter/_version.py || "$(cat "$head_stamp" 2>/dev/null)" != "$head" ) ]]; then
+  if .venv/bin/python -c 'import setup; setup.refresh_build_info()'; then
+    echo "$head" >"$head_stamp"
+  else
+    echo "bootstrap: could not refresh pivoter/_version.py (pivoter version may be stale)" >&2
+  fi
 fi

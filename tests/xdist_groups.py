@@ -17,6 +17,7 @@ from xdist.scheduler.loadscope import LoadScopeScheduling
 SHARED_GROUPS = {
     "tests/olmv0/": "olmv0",  # OLM v0's operators listen on :8080 of the host
     "tests/image/": "image",  # podman's storage, containerd, runc, the real node's network
+    "tests/packaging/test_release.py": "image",  # builds and pushes the image with podman too
 }
 
 

@@ -4,8 +4,13 @@
 # (hack/image/helm.sh, given to the Dockerfile's `helm` stage as a build context). The build
 # context is a clean checkout of a commit (HEAD by default: commit first), so nothing generated,
 # untracked or half-edited reaches the image.
+# The context has no .git, so the build's identity is passed as build args: the version
+# setuptools-scm gives a clean clone of the commit, the commit, and the date ($SOURCE_DATE_EPOCH
+# when set, else the commit's); the image carries them in `pivoter version` and its OCI labels.
 # Prints the image's ID on stdout; progress goes to stderr. See docs/image.md.
-# Usage: hack/image/build.sh [--tag IMAGE] [--revision REV] [--registry HOST:PORT] [--push]
+# Usage: hack/image/build.sh [--tag IMAGE] [--revision REV] [--version V] [--registry HOST:PORT]
+#                            [--push]
+#   --version:  the version the revision has (hack/release.sh knows it); else setuptools-scm says
 #   --registry: push the base there and build FROM it (a plain-http registry on loopback)
 #   --push:     also push the built image to --registry, as IMAGE
 set -euo pipefail
@@ -14,11 +19,12 @@ cd "$here"
 # shellcheck source=hack/lib.sh
 source hack/lib.sh
 
-tag=localhost/pivoter:dev revision=HEAD registry="" push=false
+tag=localhost/pivoter:dev revision=HEAD version="" registry="" push=false
 while [[ $# -gt 0 ]]; do
   case $1 in
     --tag) tag=$2; shift 2 ;;
     --revision) revision=$2; shift 2 ;;
+    --version) version=$2; shift 2 ;;
     --registry) registry=$2; shift 2 ;;
     --push) push=true; shift ;;
     *) die "unknown argument: $1 (see the usage in $0)" ;;
@@ -49,8 +55,23 @@ if [[ -n $registry ]]; then
 fi
 
 # A clean build context: the committed tree of $revision, as a fresh clone has it.
+commit=$(git rev-parse --verify --quiet "$revision^{commit}") || die "no such commit: $revision"
 mkdir -p "$work/context"
-git archive --format=tar "$revision" | tar -x -C "$work/context" || die "git archive $revision failed"
+git archive --format=tar "$commit" | tar -x -C "$work/context" || die "git archive $revision failed"
+
+# The build's identity. The version is the one a wheel built in a clean clone of the commit (with
+# the tags) has: setuptools-scm, a dev extra of .venv (hack/bootstrap.sh), says it there.
+if [[ -z $version ]]; then
+  [[ -x .venv/bin/python ]] || die "no .venv: run hack/bootstrap.sh first (or pass --version)"
+  git clone --quiet --shared --no-checkout "$here" "$work/scm" || die "git clone for the version failed"
+  git -C "$work/scm" checkout --quiet --detach "$commit"
+  version=$(cd "$work/scm" && "$here/.venv/bin/python" -m setuptools_scm 2>/dev/null) ||
+    die "setuptools-scm found no version for $commit (run hack/bootstrap.sh)"
+fi
+epoch=${SOURCE_DATE_EPOCH:-$(git show -s --format=%ct "$commit")}
+created=$(date -u -d "@$epoch" +%Y-%m-%dT%H:%M:%SZ)
+identity=(--build-arg "PIVOTER_VERSION=$version" --build-arg "PIVOTER_COMMIT=$commit"
+  --build-arg "PIVOTER_DATE_EPOCH=$epoch" --build-arg "PIVOTER_CREATED=$created")
 
 # pip inside the build reaches the network the way programs on this host do: with the host's CA
 # bundle (where TLS to the index is intercepted, as on the development machines) and its index URL,
@@ -69,9 +90,9 @@ secrets=(--secret "id=pip.conf,src=$work/pip.conf")
 [[ -n $ca ]] && secrets+=(--secret "id=pip-ca,src=$ca")
 
 helm_dir=$(hack/image/helm.sh)
-log "building $tag from $base ($revision: $(git rev-parse --short "$revision"))"
+log "building $tag, pivoter $version, from $base ($revision: ${commit:0:12})"
 start=$(date +%s)
-"${podman[@]}" build --network host --layers "${pull[@]}" "${secrets[@]}" \
+"${podman[@]}" build --network host --layers "${pull[@]}" "${secrets[@]}" "${identity[@]}" \
   --build-arg "PYTHON_IMAGE=$base" --build-context "helm=$helm_dir" \
   --iidfile "$work/iid" --tag "$tag" "$work/context" >&2 || die "podman build failed (see above)"
 log "built $tag in $(($(date +%s) - start)) s"

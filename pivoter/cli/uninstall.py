@@ -9,11 +9,17 @@ from __future__ import annotations
 
 import argparse
 
-from pivoter.cli.commands._common import Subparsers, add_command, add_kubeconfig_flag, set_handler
+from pivoter.cli.commands._common import (
+    Subparsers,
+    add_command,
+    add_kubeconfig_flag,
+    add_output_flag,
+    set_handler,
+)
 from pivoter.cli.exitcodes import ExitCode
 from pivoter.cli.flags import Seconds, StoreDirectory
 from pivoter.cli.install import add_image_flags, manifests_for, progress
-from pivoter.cli.output import error
+from pivoter.cli.output import emit, error
 
 __all__ = ["register", "run"]
 
@@ -44,6 +50,7 @@ def register(subparsers: Subparsers) -> None:
     )
     add_image_flags(parser)
     add_kubeconfig_flag(parser)
+    add_output_flag(parser)
     set_handler(parser, run)
 
 
@@ -75,8 +82,19 @@ def run(args: argparse.Namespace) -> int:
     except KubeError as exc:
         error(f"the API server refused: {exc}")
         return int(ExitCode.FAILURE)
-    kept = (
-        f"; {len(let_go)} of its objects let go, what they installed still runs" if let_go else ""
-    )
-    print(f"pivoter is uninstalled{kept}")
+    result = {
+        "uninstalled": True,
+        "letGo": [str(found) for found in let_go],
+        "backup": str(args.backup / "pivoter-inputs.yaml") if args.backup else None,
+    }
+
+    def human(data: dict[str, object]) -> str:
+        if not let_go:
+            return "pivoter is uninstalled"
+        return (
+            f"pivoter is uninstalled; {len(let_go)} of its objects were let go and what they "
+            "installed still runs"
+        )
+
+    emit(result, args.output, human)
     return int(ExitCode.OK)

@@ -1,10 +1,10 @@
-"""``pivoter version``: the version of pivoter and of the libraries it speaks through."""
+"""``pivoter version``: which pivoter this is (version, commit and build date, from
+:mod:`pivoter.buildinfo`) and the versions of the libraries it speaks through."""
 
 from __future__ import annotations
 
 import argparse
 
-from pivoter import __version__
 from pivoter.cli.commands._common import Subparsers, add_command, add_output_flag, set_handler
 from pivoter.cli.exitcodes import ExitCode
 from pivoter.cli.output import emit
@@ -34,8 +34,13 @@ def run(args: argparse.Namespace) -> int:
     """Handle ``pivoter version``."""
     import platform  # like importlib.metadata, imported by this command only
 
+    from pivoter.buildinfo import build_info
+
+    build = build_info()
     info = {
-        "pivoter": __version__,
+        "pivoter": build.version,
+        "commit": build.commit,
+        "date": build.date,
         "python": platform.python_version(),
         "libraries": {name: _library_version(name) for name in _LIBRARIES},
     }
@@ -44,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
         libs = info["libraries"]
         assert isinstance(libs, dict)
         lines = [f"pivoter {data['pivoter']} (python {data['python']})"]
+        lines += [f"  commit {data['commit']}", f"  built {data['date']}"]
         lines += [f"  {name} {ver}" for name, ver in libs.items()]
         return "\n".join(lines)
 

@@ -6,13 +6,14 @@ them.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import urllib.request
 from pathlib import Path
 
 import pytest
 
-from pivoter import __version__
-from tests.image.images import BuiltImage, canonical, inspect, locked, run
+from tests.image.images import REPO, BuiltImage, canonical, inspect, locked, run
 from tests.provisioners.servers import Registry
 
 pytestmark = [pytest.mark.tools, pytest.mark.slow, pytest.mark.timeout(1800)]
@@ -41,8 +42,33 @@ def test_the_image_is_small_and_non_root(built_image: BuiltImage) -> None:
     assert run(built_image.tag, "id", "-u", entrypoint="") == "65532\n"
 
 
+def _labels(image: BuiltImage) -> dict[str, str]:
+    labels = inspect(image.tag)["Config"]["Labels"]  # type: ignore[index]
+    assert isinstance(labels, dict)
+    return labels
+
+
+def _built_version(image: BuiltImage) -> str:
+    """The version the image says it is; test_pivoter_runs_from_the_image checks it is the
+    commit's."""
+    return _labels(image)["org.opencontainers.image.version"]
+
+
 def test_pivoter_runs_from_the_image(built_image: BuiltImage) -> None:
-    assert run(built_image.tag, "--version").strip() == f"pivoter {__version__}"
+    # Which pivoter: the commit it was built from, as `pivoter version` and the OCI labels say.
+    revision = os.environ.get("PIVOTER_IMAGE_REVISION", "HEAD")
+    commit = subprocess.run(
+        ["git", "rev-parse", f"{revision}^{{commit}}"],
+        cwd=REPO, capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    info = json.loads(run(built_image.tag, "version", "-o", "json"))
+    labels = _labels(built_image)
+    assert info["commit"] == commit
+    assert labels["org.opencontainers.image.revision"] == commit
+    assert info["pivoter"] == _built_version(built_image) != "0.0.0+unknown"
+    assert f"g{commit[:7]}" in info["pivoter"] or "+" not in info["pivoter"]
+    assert info["date"] == labels["org.opencontainers.image.created"]
+    assert run(built_image.tag, "--version").strip() == f"pivoter {info['pivoter']}"
     # The daemon's whole import graph, and the gRPC stubs generated at build time.
     script = (
         "import pivoter.daemon, pivoter.cli.run, pysat.solvers, re2; "
@@ -81,7 +107,7 @@ def test_git_and_ssh_are_there_for_the_git_source(built_image: BuiltImage) -> No
 def test_the_python_packages_are_exactly_the_locked_ones(built_image: BuiltImage) -> None:
     frozen = run(built_image.tag, "-c", FREEZE, entrypoint="python3").split()
     installed = {canonical(line.partition("==")[0]): line.partition("==")[2] for line in frozen}
-    expected = {**locked(), "pivoter": __version__}
+    expected = {**locked(), "pivoter": _built_version(built_image)}
     assert installed == expected
 
 
