@@ -15,8 +15,9 @@ its pods reach the API server at the ``kubernetes`` Service's address, as with k
    refused.
 3. ``pivoter uninstall`` is refused while inputs exist; ``--keep-workloads --backup`` removes
    pivoter (no CRD, webhook configuration or namespace of pivoter's left) and every pod runs on.
-4. ``pivoter install`` again and the backup applied: the inputs install what runs, with nothing
-   re-created and no pod restarted.
+4. ``install.yaml`` (``pivoter install --dry-run``'s, as a release ships it) applied with kubectl
+   and the backup applied: the inputs install what runs, with nothing re-created and no pod
+   restarted; ``pivoter check`` passes.
 """
 
 from __future__ import annotations
@@ -671,17 +672,24 @@ def test_installing_again_takes_over_what_runs(
     built_image: BuiltImage,
     catalog: dict[str, str],
     registries_conf: Path,
+    tmp_path: Path,
 ) -> None:
-    again = cli(
+    # As an admin without the command would: install.yaml (what hack/release.sh writes with
+    # `pivoter install --dry-run`), applied with kubectl; then `pivoter check` says it works.
+    exported = cli(
         node_cluster,
         "install",
+        "--dry-run",
         "--image",
         built_image.pushed,
         "--olmv1-apis",
         "--registries-conf",
         str(registries_conf),
     )
-    assert again.returncode == 0, again.stderr
+    assert exported.returncode == 0, exported.stderr
+    (tmp_path / "install.yaml").write_text(exported.stdout)
+    kubectl(node_cluster, "apply", "--server-side", "-f", str(tmp_path / "install.yaml"))
+    wait_for(lambda: _daemon_ready(kube, built_image.pushed), timeout=300, what="pivoter ready")
     _catalog_config_map(node_cluster, catalog)
     kubectl(node_cluster, "apply", "-f", str(STATE["backup"]))
     _wait_installed(kube, "every input installed again")
