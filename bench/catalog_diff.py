@@ -23,11 +23,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.shared import CATALOGS as SHARED
+from bench.shared import need
 from resolver.catalog.diff import diff
 from resolver.catalog.load import load_directory
 from resolver.catalog.model import Catalog, ChannelEntry
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "catalogs"
 DEFAULT = [
     SHARED / "community-operators-prod-v4.20",
     SHARED / "certified-operators-v4.20",
@@ -67,6 +68,7 @@ def main() -> int:
     parser.add_argument("catalogs", nargs="*", type=Path, default=DEFAULT)
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
+    need(*args.catalogs)
     print(f"Machine: {platform.machine()}, Python {platform.python_version()}\n")
     print(
         "| catalog | packages | bundles | no change, ms | one bundle added, ms | packages changed |"

@@ -30,8 +30,12 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.shared import CATALOGS as SHARED
+from bench.shared import need
+
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "catalogs"
 TOOLS = Path(os.environ.get("PIVOTER_TOOLS_DIR", Path.home() / ".cache" / "pivoter" / "bin"))
 # Every shared catalog directory, in name order (see ../shared/catalogs/SOURCES.md).
 CATALOGS = sorted(p.name for p in SHARED.iterdir() if p.is_dir()) if SHARED.is_dir() else []
@@ -183,6 +187,7 @@ def main() -> int:
         cache_dir = str(Path(tmp) / "cache")
         names = args.catalog or CATALOGS
         dirs = [SHARED / c for c in names]
+        need(SHARED, *dirs)
         if "community-operators-prod-derived" in names:
             dirs.append(repaired_derived(Path(tmp)))
         for directory in dirs:

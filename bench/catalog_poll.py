@@ -37,13 +37,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.shared import CATALOGS as SHARED
+from bench.shared import need
 from pivoter.catalogs import CatalogCache, Poller, SourceSettings, build_source
 from pivoter.catalogs.digest import content_digest
 from resolver.catalog.load import load_directory
 from resolver.catalog.validate import validate
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "catalogs"
 DEFAULT = [SHARED / "certified-operators-v4.20", SHARED / "community-operators-prod-v4.20"]
 
 EXTRA = """---
@@ -255,6 +258,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("directories", nargs="*", type=Path, default=DEFAULT)
     args = parser.parse_args()
+    need(*args.directories)
     print(
         f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python "
         f"{platform.python_version()}, median of {args.runs} runs\n"

@@ -11,7 +11,7 @@ time is client round trip with the answer left as raw bytes (no client-side deco
 for both). Finally reads VmRSS/VmHWM of both processes.
 
 Run: ``python bench/catalog_rpc.py [--repeats 20] [--sample 8] [--seed 1] [DIR ...]``
-(default: every catalog under /work/shared/catalogs that opm serves; opm from hack/tools.sh
+(default: every catalog under ../shared/catalogs that opm serves; opm from hack/tools.sh
 opm). Writes markdown tables to stdout: median and p90 milliseconds per call, the ratio of
 medians (pivoter / opm; under 1 means pivoter is faster) and the RSS.
 """
@@ -35,13 +35,16 @@ from typing import Any
 
 import grpc
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.shared import CATALOGS as SHARED
+from bench.shared import need
 from resolver.catalog import model
 from resolver.catalog.errors import CatalogLoadError
 from resolver.catalog.load import load_directory
 from resolver.catalog.registryapi import registry_pb2 as api
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "catalogs"
 DEFAULT = [
     SHARED / "community-operators-prod-v4.20",
     SHARED / "certified-operators-v4.20",
@@ -303,6 +306,7 @@ def main() -> None:
     parser.add_argument("--only", default="", help="comma-separated RPC names to time")
     parser.add_argument("dirs", nargs="*", type=Path, default=DEFAULT)
     args = parser.parse_args()
+    need(*args.dirs)
     print(
         f"machine: {platform.machine()}, {os.cpu_count()} cores (shared), "
         f"python {sys.version.split()[0]}; repeats {args.repeats} (ListBundles "

@@ -21,10 +21,13 @@ from pathlib import Path
 
 import grpc
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.shared import CATALOGS as SHARED
+from bench.shared import need
 from resolver.catalog.registryapi import registry_pb2 as api
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "catalogs"
 DEFAULT = [SHARED / "certified-operators-v4.20", SHARED / "community-operators-prod-v4.16"]
 TOOLS = Path(os.environ.get("PIVOTER_TOOLS_DIR", Path.home() / ".cache" / "pivoter" / "bin"))
 
@@ -73,6 +76,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("dirs", nargs="*", type=Path, default=DEFAULT)
     args = parser.parse_args()
+    need(*args.dirs)
     print(
         f"machine: {platform.machine()}, {os.cpu_count()} cores (shared), "
         f"python {sys.version.split()[0]}"

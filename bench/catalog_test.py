@@ -27,6 +27,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.shared import CATALOGS as SHARED  # noqa: E402
+from bench.shared import need  # noqa: E402
 from resolver.catalog.model import Catalog  # noqa: E402
 from resolver.channeltest.graph import channel_graphs  # noqa: E402
 from resolver.channeltest.loading import load_for_test  # noqa: E402
@@ -34,7 +36,6 @@ from resolver.channeltest.render import to_dot  # noqa: E402
 from resolver.channeltest.report import run_catalog_test  # noqa: E402
 from resolver.channeltest.templates import expand_file, find_templates  # noqa: E402
 
-SHARED = ROOT.parent / "shared" / "catalogs"
 CATALOGS = [
     "community-operators-prod-v4.20",
     "certified-operators-v4.20",
@@ -145,6 +146,7 @@ def main() -> int:
     parser.add_argument("--examples", type=int, default=3)
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args()
+    need(*(SHARED / name for name in CATALOGS), SHARED / "community-operators-prod-templates")
     results: dict[str, Any] = {"catalogs": [survey(n, args.examples) for n in CATALOGS]}
     reference, _ = load_for_test(str(SHARED / "community-operators-prod-v4.20"))
     results["templates"] = templates(reference)

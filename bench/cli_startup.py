@@ -24,6 +24,10 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.shared import SHARED, need
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "cloudnative-pg"
 """A package of certified-operators-v4.20 that resolves (one bundle, no dependencies)."""
@@ -77,9 +81,10 @@ def main() -> None:
     """Run the command lines and print a Markdown table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
-    parser.add_argument("--shared", type=Path, default=ROOT.parent / "shared")
+    parser.add_argument("--shared", type=Path, default=SHARED)
     args = parser.parse_args()
     catalog = args.shared / "catalogs" / "certified-operators-v4.20"
+    need(catalog)
     lines = command_lines(pivoter_script(), catalog)
     for _, argv in lines:  # the bytecode cache, and resolve's parsed-file cache
         run(argv)

@@ -30,10 +30,13 @@ from pathlib import Path
 
 import grpc
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.shared import CATALOGS, need
 from resolver.catalog.registryapi import registry_pb2 as api
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT = ROOT.parent / "shared" / "catalogs" / "community-operators-prod-v4.20"
+DEFAULT = CATALOGS / "community-operators-prod-v4.20"
 TOOLS = Path(os.environ.get("PIVOTER_TOOLS_DIR", Path.home() / ".cache" / "pivoter" / "bin"))
 
 
@@ -76,6 +79,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("directory", nargs="?", type=Path, default=DEFAULT)
     args = parser.parse_args()
+    need(args.directory)
     package = sorted(p.name for p in args.directory.iterdir() if p.is_dir())[0]
     ports = {"opm serve": free_port(), "pivoter catalog serve": free_port()}
     processes = [

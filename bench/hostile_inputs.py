@@ -30,8 +30,12 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.shared import CATALOGS as SHARED
+from bench.shared import need
+
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared" / "catalogs"
 TOOLS = Path(os.environ.get("PIVOTER_TOOLS_DIR", Path.home() / ".cache" / "pivoter" / "bin"))
 LIMIT = 1 << 30
 PACKAGE = '{"schema":"olm.package","name":"p","defaultChannel":"c"}\n'
@@ -117,6 +121,7 @@ def main() -> int:
     parser.add_argument("--only", default="", help="comma-separated shapes or catalogs")
     parser.add_argument("--timeout", type=float, default=300.0)
     args = parser.parse_args()
+    need(SHARED)
     env = {**os.environ, "MALLOC_ARENA_MAX": "2"}
     if args.pythonpath:
         env["PYTHONPATH"] = args.pythonpath

@@ -1,6 +1,6 @@
 """Benchmark of registry+v1 conversion: time per real bundle, median of repeated runs.
 
-For each bundle in ../shared/bundles/registry-v1 (ten real OLM bundles) it times
+For each bundle in tests/data/bundles/registry-v1 (the ten real OLM bundles of ../shared) it times
 ``RegistryV1.convert_bundle`` twice over: a first install (webhook certificates are issued, i.e.
 two ECDSA P-256 keys per webhook-serving Deployment) and a steady-state re-conversion that reads
 the existing certificate Secret back and keeps it (what a reconcile does).
@@ -20,7 +20,7 @@ from typing import Any
 
 from provisioners.formats.registry_v1 import RegistryV1
 
-BUNDLES = Path(__file__).resolve().parents[2] / "shared" / "bundles" / "registry-v1"
+BUNDLES = Path(__file__).resolve().parents[1] / "tests" / "data" / "bundles" / "registry-v1"
 
 
 def _median_ms(runs: int, fmt: RegistryV1, root: Path) -> float:

@@ -30,6 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.shared import SHARED, need
 from resolver.catalog.load import load_objects
 from resolver.catalog.model import Catalog, Origin
 from resolver.catalog.sources import CatalogSourceError, open_source
@@ -162,10 +163,9 @@ def optimise(variables: list[Variable]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument(
-        "--shared", type=Path, default=Path(__file__).resolve().parents[2] / "shared"
-    )
+    parser.add_argument("--shared", type=Path, default=SHARED)
     args = parser.parse_args()
+    need(args.shared / "catalogs")
     rows: list[tuple[str, str, str]] = []
 
     cert, cert_index, cert_load = load(args.shared, "certified-operators-v4.20")

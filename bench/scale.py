@@ -41,8 +41,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from catalog_serve_start import TOOLS
 from catalog_serve_start import bench as serve_bench
 from resolve import percentile, resolve
-from scale_catalog import generate
+from scale_catalog import SOURCE, generate
 
+from bench.shared import need
 from resolver.catalog.load import load_directory
 from resolver.rules.inputs import CatalogInput, Index
 
@@ -129,6 +130,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--skip", default="", help="comma list of: validate,serve,resolve")
     args = parser.parse_args()
+    need(SOURCE)
     factors = [int(f) for f in args.factors.split(",")]
     skip = set(filter(None, args.skip.split(",")))
     load_before = os.getloadavg()[0]

@@ -38,8 +38,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.shared import CATALOGS, need
+
 ROOT = Path(__file__).resolve().parents[1]
-SOURCE = ROOT.parent / "shared" / "catalogs" / "community-operators-prod-derived"
+SOURCE = CATALOGS / "community-operators-prod-derived"
 
 _V_RANGE = re.compile(r"([<>=!~^]+)\s*v(?=[0-9])")
 
@@ -193,6 +197,7 @@ def main() -> int:
     parser.add_argument("--source", type=Path, default=SOURCE)
     parser.add_argument("out", type=Path)
     args = parser.parse_args()
+    need(args.source)
     if args.out.exists() and any(args.out.iterdir()):
         print(f"{args.out} is not empty", file=sys.stderr)
         return 1

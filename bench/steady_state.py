@@ -50,6 +50,8 @@ sys.path.insert(0, str(ROOT))
 import grpc  # noqa: E402
 import yaml  # noqa: E402
 
+from bench.shared import CATALOGS as SHARED  # noqa: E402
+from bench.shared import need  # noqa: E402
 from pivoter.inputs.resolve import ResolveProblem, resolve  # noqa: E402
 from pivoter.kube import Kube, Resource, load_client  # noqa: E402
 from provisioners.apply.applier import Applier, Owner  # noqa: E402
@@ -58,7 +60,6 @@ from resolver.catalog.load import load_directory  # noqa: E402
 from resolver.rules.inputs import CatalogInput, PackageRequest  # noqa: E402
 from tests.cluster import TestCluster, running_components  # noqa: E402
 
-SHARED = ROOT.parent / "shared" / "catalogs"
 CATALOGS_DIRS = [
     SHARED / "certified-operators-v4.20",
     SHARED / "community-operators-prod-v4.20",
@@ -365,6 +366,7 @@ def main() -> int:
     parser.add_argument("--profile", type=Path, help="write py-spy's collapsed stacks here")
     parser.add_argument("--py-spy", default="py-spy", help="the py-spy binary for --profile")
     args = parser.parse_args()
+    need(*CATALOGS_DIRS)
     with tempfile.TemporaryDirectory(prefix="pivoter-bench-") as tmp:
         if args.kubeconfig:
             run(args.kubeconfig, args, Path(tmp), {})

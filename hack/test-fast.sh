@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The inner loop: every test that needs neither the local control plane nor an external tool
-# nor the full catalogs of ../shared (markers `cluster`, `tools`, `slow`), spread over the
-# machine's cores with pytest-xdist. No tools are built. Extra arguments go to pytest
-# (e.g. -k resolver, or -n 4). CI runs everything with hack/test.sh.
+# nor minutes over the full catalogs of ../shared (markers `cluster`, `tools`, `slow`), spread
+# over the machine's cores with pytest-xdist. No tools are built. Extra arguments go to pytest
+# (e.g. -k resolver, or -n 4). CI runs everything with hack/test.sh. Without ../shared beside the
+# checkout (a plain clone) the tests that need it skip, saying so (`requires_shared`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

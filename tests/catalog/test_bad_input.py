@@ -11,7 +11,7 @@ from resolver.catalog.errors import CatalogLoadError
 from resolver.catalog.load import DEFAULT_MAX_FILE_BYTES, load_directory
 from resolver.catalog.model import Catalog
 from tests.catalog.helpers import opm_validate
-from tests.tools import SHARED
+from tests.tools import SHARED, requires_shared
 
 GOOD = """\
 schema: olm.package
@@ -96,6 +96,7 @@ def test_huge_file_refused_by_size_without_reading_it(tmp_path: Path) -> None:
     assert f"{DEFAULT_MAX_FILE_BYTES:,}" in problem.message
 
 
+@requires_shared  # every real catalog file: the largest are not in tests/data
 def test_size_limit_is_above_every_real_catalog_file() -> None:
     sizes = [
         p.stat().st_size

@@ -9,9 +9,10 @@ import pytest
 from resolver.catalog.load import load_directory
 from resolver.catalog.render import write_json
 from tests.catalog.helpers import CATALOGS, opm_render, opm_validate, our_validate
-from tests.tools import SHARED
+from tests.tools import SHARED, requires_shared
 
-pytestmark = [pytest.mark.slow, pytest.mark.opm]
+# The small copies in tests/data/catalogs get the same checks in test_opm_referee.py.
+pytestmark = [pytest.mark.slow, pytest.mark.opm, requires_shared]
 
 # What opm reports first for the catalogs it rejects, and the category our findings carry.
 EXPECTED_DEFECTS = {

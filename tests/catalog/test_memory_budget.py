@@ -35,9 +35,9 @@ from resolver.catalog.model import Origin
 from resolver.catalog.parse import ParsedFile, parse_text
 from resolver.catalog.walk import CatalogFile, list_catalog_files
 from tests.clirun import pivoter
+from tests.tools import SHARED, requires_shared
 
 GiB = 1 << 30
-SHARED = Path("/work/shared/catalogs")
 
 BASE = """schema: olm.package
 name: foo
@@ -236,6 +236,7 @@ def test_a_catalog_over_the_ceiling_is_refused_before_any_parse(tmp_path: Path) 
 
 
 @pytest.mark.slow
+@requires_shared  # the densest and the largest real catalogs, whole
 @pytest.mark.parametrize(
     ("name", "code"),
     [("certified-operators-v4.20", ExitCode.OK), ("community-operators-prod-derived", 3)],
@@ -243,7 +244,9 @@ def test_a_catalog_over_the_ceiling_is_refused_before_any_parse(tmp_path: Path) 
 def test_the_real_catalogs_still_load_under_one_gib(tmp_path: Path, name: str, code: int) -> None:
     """The densest real catalog file (10.8 times its size, estimated) and the largest catalog
     (24 MB of JSON; its three findings are icons that are not base64, as in opm)."""
-    result, _ = _run("catalog", "validate", "--no-cache", str(SHARED / name), cache=tmp_path)
+    result, _ = _run(
+        "catalog", "validate", "--no-cache", str(SHARED / "catalogs" / name), cache=tmp_path
+    )
     assert result.returncode == code, result.stdout[-1000:] + result.stderr[-1000:]
     assert "memory" not in result.stdout + result.stderr
     assert "Traceback" not in result.stderr

@@ -22,7 +22,7 @@ from resolver.catalog.model import Catalog, Meta, Origin
 from resolver.catalog.parallel import PARALLEL_MIN_BYTES, load_files
 from resolver.catalog.walk import CatalogFile, list_catalog_files
 from tests.catalog.helpers import CATALOGS, DATA
-from tests.tools import SHARED
+from tests.tools import SHARED, requires_shared
 
 PARALLEL = {"workers": 2, "parallel_min_bytes": 0}
 
@@ -221,6 +221,7 @@ def test_an_exception_in_a_worker_is_raised_here_as_without_workers(tmp_path: Pa
 
 
 @pytest.mark.slow
+@requires_shared  # every full catalog; the small copies are tested above
 def test_shared_catalogs_load_the_same_on_every_core(tmp_path: Path) -> None:
     directories = sorted(p for p in (SHARED / "catalogs").iterdir() if p.is_dir())
     assert len(directories) >= 7

@@ -35,7 +35,7 @@ from resolver.channeltest.findings import CODES, Finding
 from resolver.channeltest.grouping import FindingGroup
 from tests.channeltest.helpers import DATA
 from tests.clirun import pivoter as run_pivoter
-from tests.tools import SHARED
+from tests.tools import SHARED, requires_shared
 
 ROOT = Path(__file__).resolve().parents[2]
 CI_DATA = ROOT / "tests" / "data" / "ci"
@@ -293,6 +293,7 @@ def test_formats_on_the_real_catalog_subset() -> None:
 
 
 @pytest.mark.slow
+@requires_shared  # whole catalogs; the subset in tests/data is tested above
 @pytest.mark.parametrize("name", ["community-operators-prod-v4.20", "certified-operators-v4.20"])
 def test_formats_on_the_shared_real_catalogs(name: str) -> None:
     catalog = SHARED / "catalogs" / name

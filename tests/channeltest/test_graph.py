@@ -16,7 +16,7 @@ from resolver.channeltest.loading import load_for_test
 from resolver.channeltest.render import DrawnEdge, GraphTooLarge, drawn_edges, to_dot, to_mermaid
 from tests.channeltest.helpers import DATA, GOOD, Docs, bundle, load, write
 from tests.clirun import pivoter as run_pivoter
-from tests.tools import SHARED, tool
+from tests.tools import SHARED, requires_shared, tool
 
 
 def dot_binary() -> str:
@@ -129,6 +129,7 @@ def test_too_many_nodes_is_refused_with_how_to_narrow(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.tools  # lays out with graphviz's dot
+@requires_shared  # the largest real graph (950 KB), not copied into tests/data
 def test_project_quay_renders_legibly() -> None:
     catalog = load(SHARED / "catalogs" / "community-operators-prod-v4.20" / "project-quay")
     graphs = channel_graphs(catalog, "project-quay")

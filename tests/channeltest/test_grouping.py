@@ -19,7 +19,7 @@ from resolver.channeltest.report import run_catalog_test
 from resolver.versions import Version
 from tests.channeltest.helpers import DATA
 from tests.clirun import pivoter as run_pivoter
-from tests.tools import SHARED
+from tests.tools import SHARED, requires_shared
 
 EVERY = DATA / "every-code"
 
@@ -135,6 +135,7 @@ def test_expectation_lines() -> None:
 
 
 @pytest.mark.slow
+@requires_shared  # the figures of the whole community catalog
 def test_community_v4_20_before_and_after_grouping() -> None:
     """The figures of docs/catalog-testing.md ("Grouped findings")."""
     root = SHARED / "catalogs" / "community-operators-prod-v4.20"

@@ -1,4 +1,7 @@
-"""Shared helpers for the registry+v1 tests: the ten real bundles and ways to break copies."""
+"""Shared helpers for the registry+v1 tests: the ten real bundles and ways to break copies.
+
+The bundles are the copies in tests/data/bundles/registry-v1 (verbatim from ../shared, see the
+README there), so that a plain clone runs these tests too."""
 
 from __future__ import annotations
 
@@ -9,9 +12,7 @@ from typing import Any
 
 import yaml
 
-from tests.tools import SHARED
-
-BUNDLES_ROOT = SHARED / "bundles" / "registry-v1"
+BUNDLES_ROOT = Path(__file__).resolve().parents[1] / "data" / "bundles" / "registry-v1"
 
 
 def real_bundles() -> dict[str, Path]:

@@ -24,8 +24,8 @@ from tests.registry_v1.helpers import load_csv, manifests, real_bundles
 FORMAT = RegistryV1()
 INSTALL_NS = "operators"
 ALL, OWN, SINGLE, MULTI = "AllNamespaces", "OwnNamespace", "SingleNamespace", "MultiNamespace"
-# The install modes each real bundle's CSV supports, written out so that collection does not read
-# ../shared; test_the_ten_real_bundles_are_there checks them against the CSVs.
+# The install modes each real bundle's CSV supports, written out so that collection reads no
+# bundle (tests/data/bundles); test_the_ten_real_bundles_are_there checks them against the CSVs.
 MODES: dict[str, tuple[str, ...]] = {
     "aqua": (OWN, SINGLE),
     "aws-neuron-operator": (ALL,),

@@ -9,12 +9,12 @@ import pytest
 
 from resolver.catalog.load import load_directory
 from resolver.catalog.sources import RegistrySource
-from tests.tools import SHARED
+from tests.tools import SHARED, requires_shared
 from tests.wire.conftest import OpmServer, PivoterServer
 from tests.wire.rpc import Registry
 from tests.wire.test_grpc_client import wire_view
 
-pytestmark = [pytest.mark.slow, pytest.mark.opm]
+pytestmark = [pytest.mark.slow, pytest.mark.opm, requires_shared]
 
 FULL = [
     "community-operators-prod-v4.20",
