@@ -501,6 +501,27 @@ class Url:
         return text
 
 
+@dataclass(frozen=True)
+class ImageReferenceArgument:
+    """An image reference (``registry/repository:tag`` or ``...@sha256:...``), checked as the
+    pulls parse it (``provisioners.registries.reference``)."""
+
+    kind = "image-reference"
+
+    def __call__(self, text: str) -> str:
+        """Check the reference and return it."""
+        _no_control(text, "image reference")
+        # Imported here: building the parser must not load provisioners (test_cli_imports).
+        from provisioners.errors import InvalidSourceError
+        from provisioners.registries.reference import parse_reference
+
+        try:
+            parse_reference(text)
+        except InvalidSourceError as exc:
+            raise FlagError(str(exc)) from None
+        return text
+
+
 # -- names ----------------------------------------------------------------------------------------
 
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from pivoter import __version__
 from pivoter.cli.commands._common import Subparsers, add_command, add_kubeconfig_flag, set_handler
 from pivoter.cli.exitcodes import ExitCode
-from pivoter.cli.flags import Seconds, TextFile
+from pivoter.cli.flags import ImageReferenceArgument, Seconds, TextFile
 from pivoter.cli.output import error
 
 if TYPE_CHECKING:
@@ -62,6 +62,7 @@ def add_image_flags(parser: argparse.ArgumentParser) -> None:
     """``--image`` and ``--olmv1-apis``: what selects the manifests (install and check)."""
     parser.add_argument(
         "--image",
+        type=ImageReferenceArgument(),
         metavar="REF",
         help=f"the daemon's image (default: the release image of {__version__}, "
         "ghcr.io/pivoter/pivoter:VERSION; a mirror or a digest reference for disconnected "

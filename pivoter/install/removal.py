@@ -31,6 +31,7 @@ from typing import Any
 
 import yaml
 
+from pivoter.apis.inputs import INPUT_KINDS
 from pivoter.apis.olmv1 import ANNOTATION_CRD_SOURCE
 from pivoter.apis.resources import (
     BUNDLE_DEPLOYMENTS,
@@ -40,8 +41,6 @@ from pivoter.apis.resources import (
     CLUSTER_EXTENSIONS,
     CRDS,
     NAMESPACES,
-    PLATFORM_OPERATORS,
-    RESOLUTIONS,
 )
 from pivoter.install.installer import DEPLOYMENTS, InstallError, Progress
 from pivoter.install.manifests import Manifests
@@ -57,11 +56,9 @@ VALIDATING = Resource(
     False,
 )
 WEBHOOK_CONFIGURATION = "pivoter-validating-webhooks"
-# The kinds of pivoter's objects, inputs first (the order the refusal lists them in).
+# The kinds of pivoter's objects: the input kinds first (the order the refusal lists them in).
 KINDS: tuple[Resource, ...] = (
-    RESOLUTIONS,
-    PLATFORM_OPERATORS,
-    CLUSTER_EXTENSIONS,
+    *(kind.resource for kind in INPUT_KINDS),
     BUNDLE_DEPLOYMENTS,
     BUNDLES,
     CATALOGS,

@@ -202,6 +202,15 @@ def bad_values(action: argparse.Action, paths: Paths) -> list[str]:
         values += ["http://[::1", f"{CATALOG},name=", ""]
     elif kind == "package-request":
         values = ["", "x@foobar", "@1.0", "tab\tname"]
+    elif kind == "image-reference":
+        values = [
+            "",
+            "has space/x:1",
+            "Upper/Case:1",
+            "x@sha256:short",
+            "line\nbreak",
+            "x:" + "t" * 200,
+        ]
     elif kind == "git-ref":
         values = ["", "-p", "--output=/tmp/x", "a..b", "HEAD:catalog.yaml", "has space", "x" * 300]
         values += ["line\nbreak", "no-such-ref-anywhere"]  # the last one: git says so
@@ -241,6 +250,9 @@ def baselines(paths: Paths) -> dict[str, tuple[dict[str, str], list[str]]]:
         "plan": (kube, ["some-input"]),
         "approve": (kube, ["some-input"]),
         "adopt": ({**kube, "--subscription": "olm-ns/some-sub"}, []),
+        "install": (kube, []),
+        "check": (kube, []),
+        "uninstall": (kube, []),
         "version": ({}, []),
     }
 
