@@ -181,6 +181,12 @@ class RegistryClient:
             if problem is not None:
                 raise SourceError(f"{what} {name} {problem}")
 
+    def get(self, path: str, accept: str | None, what: str) -> Response:
+        """GET ``path`` below the repository (a manifest, a referrers list), as the manifest
+        and blob reads do: one auth challenge answered, error codes mapped to typed errors
+        naming ``what``. The caller reads the body within its own limits and closes it."""
+        return self._get(path, accept, what)
+
     def _get(self, path: str, accept: str | None, what: str) -> Response:
         """GET ``path`` below the repository, answering one auth challenge; map error codes."""
         for attempt in range(2):
