@@ -209,7 +209,12 @@ def test_sigkill_at_every_undo_step_converges(
             except NotFound:
                 continue
             if not _olm_marked(obj):
-                unmarked.append(f"{ref['kind']} {ref['name']}")
+                writers = [
+                    f"{m.get('manager')}:{m.get('operation')}@{m.get('time')}"
+                    for m in obj["metadata"].get("managedFields") or []
+                ]
+                owners = obj["metadata"].get("ownerReferences")
+                unmarked.append(f"{ref['kind']} {ref['name']} (written by {writers}; {owners})")
         generated = _generated_rbac(env, a)
         report[package] = {
             "generatedRbac": generated == generated_before[package] or generated,
