@@ -48,7 +48,7 @@ from provisioners.verification.policy import (
     VerificationPolicyError,
     load_certificates,
 )
-from resolver import safedata
+from resolver import safedata, safefiles
 
 __all__ = ["MAX_POLICY_JSON_BYTES", "read_policy_json"]
 
@@ -59,11 +59,11 @@ ReadFile = Callable[[str], bytes]
 
 
 def _read_node_file(path: str) -> bytes:
-    with Path(path).open("rb") as stream:
-        data = stream.read(MAX_PEM_BYTES + 1)
-    if len(data) > MAX_PEM_BYTES:
-        raise OSError(f"larger than {MAX_PEM_BYTES} bytes")
-    return data
+    """A key or certificate file a policy names (an absolute path on this machine), read as
+    every untrusted file is (resolver.safefiles: no device, FIFO or oversized file)."""
+    return safefiles.read_bytes(
+        Path(path).anchor or "/", path, max_bytes=MAX_PEM_BYTES, what="key or certificate file"
+    )
 
 
 def read_policy_json(
