@@ -20,11 +20,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pivoter.apis.resources import BUNDLES, CATALOGS, CLUSTER_CATALOGS, LEASES, SECRETS
-from pivoter.install.installer import CRDS, DEPLOYMENTS, JOBS, installed_version
+from pivoter.apis.resources import BUNDLES, CATALOGS, CLUSTER_CATALOGS, CRDS, LEASES, SECRETS
+from pivoter.install.installer import DEPLOYMENTS, JOBS, installed_version
 from pivoter.install.manifests import LABEL_VERSION, Manifests
 from pivoter.install.rights import SELF_REVIEWS, missing_rights
 from pivoter.kube import Forbidden, Kube, KubeError, NotFound, Resource, Unavailable
+from pivoter.webhook.registration import NAME as WEBHOOK_CONFIGURATION
 
 __all__ = ["MINIMUM_KUBERNETES", "CheckFinding", "after_install", "before_install"]
 
@@ -44,7 +45,6 @@ MUTATING = Resource(
     "mutatingwebhookconfigurations",
     False,
 )
-WEBHOOK_CONFIGURATION = "pivoter-validating-webhooks"
 PIVOTER_GROUPS = frozenset(
     {"core.rukpak.io", "pivoter.io", "platform.openshift.io", "olm.operatorframework.io"}
 )

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pivoter.apis.resources import CRDS, NAMESPACES
 from pivoter.install.manifests import LABEL_VERSION, Manifests
 from pivoter.kube import APPLY_PATCH, Invalid, Kube, KubeError, NotFound, Resource
 
@@ -37,10 +38,6 @@ __all__ = [
 ]
 
 FIELD_MANAGER = "pivoter-install"
-CRDS = Resource(
-    "apiextensions.k8s.io/v1", "CustomResourceDefinition", "customresourcedefinitions", False
-)
-NAMESPACES = Resource("v1", "Namespace", "namespaces", False)
 DEPLOYMENTS = Resource("apps/v1", "Deployment", "deployments", True)
 JOBS = Resource("batch/v1", "Job", "jobs", True)
 

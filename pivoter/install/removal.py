@@ -41,21 +41,16 @@ from pivoter.apis.resources import (
     CLUSTER_EXTENSIONS,
     CRDS,
     NAMESPACES,
+    PODS,
 )
+from pivoter.install.health import PIVOTER_GROUPS, VALIDATING
 from pivoter.install.installer import DEPLOYMENTS, InstallError, Progress
 from pivoter.install.manifests import Manifests
 from pivoter.kube import Kube, KubeError, NotFound, Resource
+from pivoter.webhook.registration import NAME as WEBHOOK_CONFIGURATION
 
 __all__ = ["Found", "find_inputs", "remove", "write_backup"]
 
-PODS = Resource("v1", "Pod", "pods", True)
-VALIDATING = Resource(
-    "admissionregistration.k8s.io/v1",
-    "ValidatingWebhookConfiguration",
-    "validatingwebhookconfigurations",
-    False,
-)
-WEBHOOK_CONFIGURATION = "pivoter-validating-webhooks"
 # The kinds of pivoter's objects: the input kinds first (the order the refusal lists them in).
 KINDS: tuple[Resource, ...] = (
     *(kind.resource for kind in INPUT_KINDS),
@@ -117,13 +112,7 @@ def find_inputs(kube: Kube) -> list[Found]:
             if not serves and not any(_ours(f) for f in finalizers):
                 continue
             owned = any(
-                str(o.get("apiVersion", "")).split("/")[0]
-                in (
-                    "pivoter.io",
-                    "core.rukpak.io",
-                    "platform.openshift.io",
-                    "olm.operatorframework.io",
-                )
+                str(o.get("apiVersion", "")).split("/")[0] in PIVOTER_GROUPS
                 for o in metadata.get("ownerReferences") or []
             )
             found.append(Found(resource, str(metadata["name"]), owned, finalizers, item))
