@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import tarfile
@@ -45,6 +46,8 @@ from tests.olmv1.content import Bundle, bundle_files, push_image_with
 from tests.provisioners.oci import Pusher
 from tests.provisioners.servers import Registry, make_tls, run_registry
 from tests.tools import tool
+
+_CHANGELOG = REPO / "CHANGELOG.md"
 
 pytestmark = [pytest.mark.cluster, pytest.mark.tools, pytest.mark.slow, pytest.mark.timeout(2400)]
 
@@ -91,7 +94,8 @@ INPUTS = {
 
 
 def _previous_release() -> str | None:
-    """The newest release tag before HEAD (``$PIVOTER_UPGRADE_FROM`` if set)."""
+    """The newest release before HEAD (``$PIVOTER_UPGRADE_FROM`` if set): its tag, or, in a clone
+    without tags (CI's checkout of one branch), the commit CHANGELOG.md records for it."""
     if os.environ.get("PIVOTER_UPGRADE_FROM"):
         return os.environ["PIVOTER_UPGRADE_FROM"]
     git = ["git", "-C", str(REPO)]
@@ -106,7 +110,19 @@ def _previous_release() -> str | None:
         text=True,
         check=False,
     ).stdout.split()
-    return next((t for t in tags if t not in at_head), None)
+    tagged = next((t for t in tags if t not in at_head), None)
+    if tagged is not None:
+        return tagged
+    head = subprocess.run(
+        [*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    for commit in re.findall(r"^commit: ([0-9a-f]{40})$", _CHANGELOG.read_text(), re.MULTILINE):
+        ancestor = subprocess.run(
+            [*git, "merge-base", "--is-ancestor", commit, "HEAD"], capture_output=True, check=False
+        )
+        if commit != head and ancestor.returncode == 0:
+            return commit
+    return None
 
 
 def kubectl(cluster: TestCluster, *args: str, stdin: str | None = None) -> str:
@@ -135,7 +151,7 @@ def cli(
 def release() -> str:
     tag = _previous_release()
     if tag is None:
-        pytest.skip("no release tag before HEAD to upgrade from (a shallow clone has none)")
+        pytest.skip("no release before HEAD to upgrade from (no v* tag, none in CHANGELOG.md)")
     return tag
 
 
@@ -634,6 +650,7 @@ def test_uninstall_keeps_the_workloads_and_leaves_nothing_of_pivoter(
     kube: Kube,
     node: RealNode,
     *,
+    release: str,  # the inputs it removes pivoter from are the upgrade test's
     built_image: BuiltImage,
     tmp_path: Path,
 ) -> None:
@@ -669,6 +686,7 @@ def test_installing_again_takes_over_what_runs(
     kube: Kube,
     node: RealNode,
     *,
+    release: str,  # what it installs again is what the upgrade test installed
     built_image: BuiltImage,
     catalog: dict[str, str],
     registries_conf: Path,
