@@ -1,12 +1,22 @@
 """Ports for servers that start later are picked outside the kernel's ephemeral range, where an
-outgoing connection could take them before the server binds (tests/ports.py)."""
+outgoing connection could take them before the server binds, and never handed to two processes
+of a run at once (tests/ports.py)."""
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
+import pytest
+from localcluster import ports
+
 from tests.ports import free_port, free_ports
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _ephemeral() -> tuple[int, int]:
@@ -31,3 +41,26 @@ def test_a_taken_or_busy_port_is_not_picked() -> None:
         busy.listen()
         others = {free_port(taken=[port]) for _ in range(50)}
     assert port not in others
+
+
+def test_a_port_picked_by_another_process_is_not_picked_again() -> None:
+    # Another xdist worker picks ports and does not bind them yet; this process, picking after it,
+    # never gets one of them although each is still free.
+    script = "from tests.ports import free_ports; print(*free_ports(300))"
+    other = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=REPO
+    )
+    theirs = {int(port) for port in other.stdout.split()}
+    assert len(theirs) == 300
+    mine = set(free_ports(300))
+    assert not mine & theirs
+
+
+def test_a_stale_reservation_is_taken_over(monkeypatch: pytest.MonkeyPatch) -> None:
+    port = free_port()
+    marker = ports._RESERVATIONS / str(port)
+    assert not ports._reserve(port)  # reserved by the pick above
+    old = time.time() - ports._RESERVED_FOR - 1
+    os.utime(marker, (old, old))
+    assert ports._reserve(port)
+    assert time.time() - marker.stat().st_mtime < 60
