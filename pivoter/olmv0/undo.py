@@ -16,7 +16,9 @@ Resolution's deletion orphaned them.
 
 1. ``Stopping`` (recorded on the Resolution): the Resolution is paused (no pivot, no child
    re-created) and set to ``deletionPolicy: Orphan``; every child is labelled, given the record
-   and made inert as above. Until the last child is inert the Resolution stays, so a child is
+   and made inert as above, and the daemon must have seen each deletion (the child's
+   ``status.observedGeneration``; a reconcile begun before it could still be correcting drift).
+   Until the last child is inert the Resolution stays, so a child is
    never orphaned while its deletion could still uninstall (a child deleted while its live
    Resolution wants it keeps its objects anyway, :func:`pivoter.pivot.children.keep_on_delete`).
 2. ``Detaching`` (recorded on the children from here on): the Resolution is deleted; nothing
@@ -295,6 +297,15 @@ def _inert(bd: Object) -> bool:
     )
 
 
+def _seen(bd: Object) -> bool:
+    """Whether the daemon has seen the child's deletion (its ``status.observedGeneration``
+    reached the generation the deletion gave it): reconciles of one child never overlap, so no
+    reconcile begun before the deletion is still applying what the child installed (one that
+    corrected drift for a minute under load did, after OLM v0 had taken the objects back)."""
+    observed = (bd.get("status") or {}).get("observedGeneration")
+    return observed is not None and observed == bd["metadata"].get("generation")
+
+
 def _make_inert(
     kube: Kube, target: UndoTarget, bd: Object, record: str, dependencies: str
 ) -> Object | None:
@@ -359,6 +370,8 @@ def _stop(kube: Kube, target: UndoTarget) -> UndoProgress:
                 f"Resolution {target.resolution} was deleted before its children were stopped; "
                 "see docs/migrate-from-olm-v0.md (Handing back) to finish by hand",
             )
+        if not all(_seen(bd) for bd in children):
+            return UndoProgress(STOPPING, _unseen(children))
         return _detach_recorded(kube, target, children)
     spec = res.get("spec") or {}
     if not spec.get("paused") or spec.get("deletionPolicy") != "Orphan":
@@ -384,7 +397,16 @@ def _stop(kube: Kube, target: UndoTarget) -> UndoProgress:
     if len(left) != len(children) or not all(_inert(bd) for bd in left):
         names = ", ".join(bd["metadata"]["name"] for bd in children)
         return UndoProgress(STOPPING, f"stopping BundleDeployments {names}")
+    if not all(_seen(bd) for bd in left):
+        return UndoProgress(STOPPING, _unseen(left))
     return _detach_recorded(kube, target, left)
+
+
+def _unseen(children: list[Object]) -> str:
+    names = ", ".join(bd["metadata"]["name"] for bd in children if not _seen(bd))
+    return (
+        f"waiting for the daemon to see BundleDeployments {names} stopped (is the daemon running?)"
+    )
 
 
 def _give_back_unapplied(kube: Kube, target: UndoTarget, res: Object) -> UndoProgress:

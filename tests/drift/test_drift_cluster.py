@@ -5,11 +5,13 @@ each restored by the daemon within seconds, without any reconcile called by hand
 informers see the change and queue the owning BundleDeployment. Each correction is named in a
 ``DriftCorrected`` Event and the ``Drifted`` condition. With ``driftPolicy: Report`` the same
 changes are reported (``Drifted=True``, a ``DriftDetected`` Event) and left alone; a field pivoter
-does not manage (another manager's annotation) is not drift at all.
+does not manage (another manager's annotation) is not drift at all. A BundleDeployment being
+deleted is seen so (``status.observedGeneration``) and corrects nothing from then on.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import Any
 
@@ -192,3 +194,35 @@ def test_fields_pivoter_does_not_manage_are_not_drift(pivoter: Pivoter, namespac
     settings = pivoter.kube.get(CONFIG_MAPS, "settings", namespace)
     assert settings["metadata"]["annotations"]["example.com/note"] == "added by a person"
     assert not _corrected(pivoter, name, "ConfigMap")
+
+
+def test_a_stopped_deployment_is_seen_deleted_and_never_corrects_again(
+    pivoter: Pivoter, namespace: str
+) -> None:
+    # As `pivoter adopt --undo` stops a child: another finalizer instead of the uninstall one,
+    # then deleted. Deleting raises the generation; the daemon says it saw that in
+    # status.observedGeneration, and from then on corrects nothing (OLM v0 owns the objects).
+    name, _ = _install(pivoter, namespace)
+    bd = pivoter.get(name)
+    hold = "example.com/hold"
+    pivoter.kube.set_finalizers(BUNDLE_DEPLOYMENTS, bd, [hold])
+    before = int(pivoter.get(name)["metadata"]["generation"])
+    pivoter.kube.delete(BUNDLE_DEPLOYMENTS, name)
+    try:
+        deleting = pivoter.get(name)
+        assert deleting["metadata"]["deletionTimestamp"]
+        generation = int(deleting["metadata"]["generation"])
+        assert generation == before + 1
+        wait_for(
+            lambda: pivoter.get(name)["status"].get("observedGeneration") == generation,
+            timeout=RESTORED_WITHIN,
+            what="the daemon to see the deletion",
+        )
+        pivoter.kube.delete(CONFIG_MAPS, "settings", namespace)
+        time.sleep(RESTORED_WITHIN)  # a correction would have come by now (the test above)
+        assert _get(pivoter, CONFIG_MAPS, "settings", namespace) is None
+        assert _get(pivoter, DEPLOYMENTS, "drifty", namespace) is not None  # nothing uninstalled
+        assert not _corrected(pivoter, name, "settings")
+    finally:
+        with contextlib.suppress(NotFound):
+            pivoter.kube.set_finalizers(BUNDLE_DEPLOYMENTS, pivoter.get(name), [])
