@@ -6,7 +6,9 @@ image, usually ``/configs``). A fetch resolves the reference to a manifest diges
 digest is the one fetched last time, the cached catalog is returned after that one request (the
 cheap poll). Otherwise the layers are pulled and unpacked into a temporary directory with
 :mod:`provisioners.sources.image` (hardened unpacking: no escapes, size and entry limits), the
-labelled directory is loaded, and the directory is removed. Built by
+labelled directory is loaded, and the directory is removed. With a verification policy the
+resolved digest's signatures are checked before anything is pulled (:attr:`ImageCatalogSource.
+verified`; under ``enforce`` a refusal fails the fetch with the policy's reason). Built by
 :func:`pivoter.catalogs.sources.build_source` for ``spec.source.type: image``.
 """
 
@@ -29,10 +31,17 @@ from provisioners.registries.client import (
     ImageManifest,
     RegistryClient,
 )
-from provisioners.registries.pull import RegistryAccess, open_image
+from provisioners.registries.pull import Opened, RegistryAccess, open_image
 from provisioners.registries.reference import ImageReference, parse_reference
 from provisioners.sources import FetchOptions, ImageSpec
 from provisioners.sources.image import ImageSource
+from provisioners.verification import (
+    SignatureRefused,
+    SignatureVerified,
+    VerificationPolicy,
+    enforce,
+    verify_opened,
+)
 from resolver import safedata
 from resolver.catalog.errors import CatalogLoadError
 from resolver.catalog.load import load_directory
@@ -93,11 +102,18 @@ class ImageCatalogSource:
         ca_pem: bytes | None = None,
         options: FetchOptions | None = None,
         platform: str = "linux/amd64",
+        verification: Callable[[], VerificationPolicy | None] | None = None,
     ) -> None:
         self.spec = ref
         self.name = name
         self.access = access or RegistryAccess
         """Called at every fetch: the credentials and mirrors as they are then."""
+        self.verification = verification
+        """Called at every pull: the verification policy as it is then (None: nothing
+        verified). The digest resolved is the one verified and then unpacked."""
+        self.verified: SignatureVerified | SignatureRefused | None = None
+        """The last pull's signature check (None: nothing checked)."""
+        self._opened: Opened | None = None
         self.ca_pem = ca_pem
         self.options = options or FetchOptions()
         self.platform = platform
@@ -158,11 +174,28 @@ class ImageCatalogSource:
             raise FetchFailed(f"image {self.spec}: {exc}") from exc
         self.fetched_bytes = 0
         self.served_by = opened.served_by
+        self._opened = opened
         return opened.client, reference, opened.top
+
+    def _verify(self, reference: ImageReference) -> None:
+        """Check the resolved image's signatures (before any of it is pulled); raise under
+        ``enforce`` when the policy refuses it."""
+        self.verified = None
+        if self.verification is None or self._opened is None:
+            return
+        try:
+            policy = self.verification()
+            if policy is None:
+                return
+            self.verified = verify_opened(reference, self._opened, policy)
+            enforce(self.verified, policy)
+        except ProvisionerError as exc:
+            raise FetchFailed(f"image {self.spec}: {exc}") from exc
 
     def _pull(
         self, scratch: Path, client: RegistryClient, reference: ImageReference, top: ImageManifest
     ) -> PulledCatalog:
+        self._verify(reference)
         try:
             manifest = self._image_manifest(client, top)
             config = self._config(client, manifest)

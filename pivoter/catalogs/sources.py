@@ -252,7 +252,13 @@ def _image(
     options = settings.fetch_options or FetchOptions(
         timeout_seconds=settings.timeout, deadline_seconds=settings.deadline
     )
-    source = ImageCatalogSource(ref, name=catalog_name, access=access, options=options)
+    source = ImageCatalogSource(
+        ref,
+        name=catalog_name,
+        access=access,
+        options=options,
+        verification=registries.verification_policy if registries is not None else None,
+    )
     return BuiltSource(source, _key("image", ref, secret), f"image {ref}")
 
 

@@ -4,7 +4,9 @@
 classes whose content is not in the store (new, changed generation, or a new leader whose store
 is empty) is fetched, checked by its format and published; status then carries ``phase``,
 ``resolvedSource``, the store ``digest``, ``contentURL`` and the ``Unpacked`` condition with
-rukpak's reasons. A Bundle that is gone releases its content: store entries no Bundle refers to
+rukpak's reasons, and ``Verified`` when the cluster's verification policy checked the image's
+signatures (:mod:`pivoter.registries.verification`; under ``enforce`` a refused image is never
+unpacked). A Bundle that is gone releases its content: store entries no Bundle refers to
 are garbage-collected (after a grace period that protects content being published).
 
 Bundles are immutable (the admission webhook enforces it), so once ``Unpacked`` for the current
@@ -34,16 +36,44 @@ from provisioners.formats import FORMATS, BundleFormat
 from provisioners.registries import PullFailedEverywhere
 from provisioners.sources import FetchOptions, ImageSpec
 from provisioners.store import BundleStore, StoreError
+from provisioners.verification import (
+    ImageNotVerifiedError,
+    SignatureRefused,
+    SignatureVerified,
+    VerificationPolicyError,
+)
 
-__all__ = ["BUNDLES", "CLASS_FORMATS", "BundleReconciler", "bundle_format_for"]
+__all__ = [
+    "BUNDLES",
+    "CLASS_FORMATS",
+    "REASON_NOT_VERIFIED",
+    "REASON_VERIFIED",
+    "TYPE_VERIFIED",
+    "BundleReconciler",
+    "bundle_format_for",
+]
 
 log = logging.getLogger(__name__)
 
-CREDENTIAL_FAILURES = (AuthenticationError, UnusablePullSecret, PullFailedEverywhere)
-"""Unpack failures that a change to a Secret or a mirror set can fix."""
+CREDENTIAL_FAILURES = (
+    AuthenticationError,
+    UnusablePullSecret,
+    PullFailedEverywhere,
+    ImageNotVerifiedError,
+    VerificationPolicyError,
+)
+"""Unpack failures that a change to a Secret, a mirror set or the verification policy (a key
+added, a signature pushed) can fix."""
 CREDENTIAL_RETRY_SECONDS = 15.0
 """How soon a Bundle that failed for one of :data:`CREDENTIAL_FAILURES` is tried again (one
 manifest request per place)."""
+
+
+TYPE_VERIFIED = "Verified"
+"""The Bundle's image signatures, checked against the cluster's verification policy
+(docs/verification.md); absent when nothing was checked."""
+REASON_VERIFIED = "Verified"
+REASON_NOT_VERIFIED = "NotVerified"
 
 
 CLASS_FORMATS = {
@@ -157,12 +187,17 @@ class BundleReconciler:
                 )
                 secrets = bundle_pull_secrets(self.kube, bundle, self.system_namespace)
                 secrets += registries.catalog_secrets.for_image(spec.ref)
-                spec = dataclasses.replace(spec, access=registries.access(secrets))
+                spec = dataclasses.replace(
+                    spec,
+                    access=registries.access(secrets),
+                    verification=registries.verification_policy(),
+                )
             unpacked = unpack_bundle(
                 spec, self.store, self.fetch_options, bundle_format=bundle_format
             )
         except ProvisionerError as exc:
             log.info("bundle %s: unpack failed: %s", name, exc)
+            self._verified(bundle, conditions, exc, generation)
             set_condition(
                 conditions,
                 rukpak.TYPE_UNPACKED,
@@ -198,6 +233,7 @@ class BundleReconciler:
             message,
             generation=generation,
         )
+        self._verified(bundle, conditions, unpacked.fetched.verification, generation)
         new_status: dict[str, Any] = {
             **status,
             "phase": rukpak.PHASE_UNPACKED,
@@ -220,6 +256,42 @@ class BundleReconciler:
             "bundle %s: unpacked %s as %s", name, unpacked.fetched.revision, unpacked.stored.key
         )
         return None
+
+    def _verified(
+        self,
+        bundle: dict[str, Any],
+        conditions: list[dict[str, Any]],
+        outcome: SignatureVerified | SignatureRefused | ProvisionerError | None,
+        generation: int,
+    ) -> None:
+        """Set the ``Verified`` condition from the pull's signature check: True with the digest
+        and who signed it; False when the policy refused the image (under ``enforce`` nothing
+        was unpacked; under ``warn`` it was, and a Warning Event says so); removed when nothing
+        was checked (mode ``off``, not an image, or the pull failed before the check)."""
+        if isinstance(outcome, ImageNotVerifiedError):
+            outcome = outcome.refusal
+        if isinstance(outcome, SignatureVerified):
+            set_condition(
+                conditions,
+                TYPE_VERIFIED,
+                TRUE,
+                REASON_VERIFIED,
+                outcome.message,
+                generation=generation,
+            )
+        elif isinstance(outcome, SignatureRefused):
+            set_condition(
+                conditions,
+                TYPE_VERIFIED,
+                FALSE,
+                REASON_NOT_VERIFIED,
+                outcome.message,
+                generation=generation,
+            )
+            if self.recorder is not None:
+                self.recorder.warning(bundle, REASON_NOT_VERIFIED, "Verify", outcome.message)
+        else:
+            conditions[:] = [c for c in conditions if c.get("type") != TYPE_VERIFIED]
 
     def _write_status(self, name: str, status: dict[str, Any]) -> None:
         try:

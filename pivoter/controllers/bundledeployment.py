@@ -31,7 +31,6 @@ step 4 is :mod:`pivoter.controllers.health`; deletion is :mod:`pivoter.controlle
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -110,7 +109,7 @@ class BundleDeploymentReconciler:
             return None
         if bd["metadata"].get("deletionTimestamp"):
             self._drift.forget(name)
-            self._observe_deletion(bd)
+            bd = self._observe_deletion(bd)
             finalize(
                 self.kube,
                 bd,
@@ -121,18 +120,21 @@ class BundleDeploymentReconciler:
             return None
         return self._install(add_finalizer(self.kube, bd))
 
-    def _observe_deletion(self, bd: Object) -> None:
+    def _observe_deletion(self, bd: Object) -> Object:
         """Say in ``status.observedGeneration`` that the deletion was seen (deleting a custom
         resource raises its generation). Reconciles of one BundleDeployment never overlap, so
         from then on no reconcile that began before the deletion can still be installing or
         correcting drift: whoever made the child inert (an ``adopt --undo``) waits for this
-        before anything else touches what it installed."""
+        before anything else touches what it installed. Returns the object as written."""
         generation = _generation(bd)
         if (bd.get("status") or {}).get("observedGeneration") == generation:
-            return
-        with contextlib.suppress(NotFound):  # already gone: nothing left to see
-            patch = {"observedGeneration": generation}
-            self.kube.patch_status(BUNDLE_DEPLOYMENTS, bd["metadata"]["name"], patch)
+            return bd
+        patch = {"observedGeneration": generation}
+        try:
+            # The answer is the object as it is now: what the finalizer write below must match.
+            return self.kube.patch_status(BUNDLE_DEPLOYMENTS, bd["metadata"]["name"], patch)
+        except NotFound:
+            return bd  # already gone: the finalizer write finds that too
 
     def _install(self, bd: Object) -> Result | None:
         """Steps 1 and 2 of the module docstring: the generated Bundle, until it is unpacked."""

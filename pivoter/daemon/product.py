@@ -50,7 +50,7 @@ from pivoter.kube.identities import Identities
 from pivoter.olmv1.leftovers import LeftoverMonitor
 from pivoter.olmv1.mode import AutoMode
 from pivoter.pivot import Preparer, keep_on_delete
-from pivoter.registries import MirrorObjects, RegistryAccessProvider
+from pivoter.registries import MirrorObjects, RegistryAccessProvider, VerificationPolicyProvider
 from pivoter.resolvesets import RevisionStore
 from pivoter.runtime import Manager
 from provisioners.errors import InvalidSourceError
@@ -263,6 +263,7 @@ def registry_access(manager: Manager, settings: Settings, namespace: str) -> Reg
         global_pull_secret=settings.global_pull_secret,
         registries_conf=settings.registries_conf,
         mirror_objects=MirrorObjects(**readers),
+        verification=VerificationPolicyProvider(manager.kube, namespace),
     )
     if settings.registries_conf is not None:
         try:

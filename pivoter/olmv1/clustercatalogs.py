@@ -313,7 +313,13 @@ class ClusterCatalogReconciler:
                 return RegistryAccess()
             return registries.access(cluster_catalog_pull_secrets(obj, registries.namespace))
 
-        source = ImageCatalogSource(ref, name=name, access=access, options=options)
+        source = ImageCatalogSource(
+            ref,
+            name=name,
+            access=access,
+            options=options,
+            verification=registries.verification_policy if registries is not None else None,
+        )
         digest = source.resolve()
         if digest == state.digest and self.served.get(name) is not None:
             state.polled, state.failures = self.clock(), 0

@@ -29,6 +29,7 @@ from typing import Any, NoReturn
 
 from pivoter.kube import Kube
 from pivoter.registries.secrets import PullSecretRef, read_auth_file
+from pivoter.registries.verification import VerificationPolicyProvider
 from provisioners.errors import InvalidSourceError
 from provisioners.registries.auth import AuthFile, Keyring
 from provisioners.registries.mirrors import (
@@ -37,6 +38,7 @@ from provisioners.registries.mirrors import (
     parse_registries_conf,
 )
 from provisioners.registries.pull import RegistryAccess
+from provisioners.verification import VerificationPolicy
 
 __all__ = ["CatalogSecrets", "MirrorObjects", "RegistryAccessProvider"]
 
@@ -114,8 +116,17 @@ class RegistryAccessProvider:
     mirror_objects: MirrorObjects = field(default_factory=MirrorObjects)
     catalog_secrets: CatalogSecrets = field(default_factory=CatalogSecrets)
     """The catalogs' pull secrets by the images they name (for bundle pulls)."""
+    verification: VerificationPolicyProvider | None = None
+    """The cluster's verification policy (:mod:`pivoter.registries.verification`), handed to
+    every pull with its access; None: nothing is verified."""
     _file: tuple[tuple[int, int], MirrorPolicy] | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def verification_policy(self) -> VerificationPolicy | None:
+        """The verification policy of a pull starting now (None: verify nothing); raises
+        :class:`~provisioners.verification.VerificationPolicyError` for one that cannot be
+        used."""
+        return self.verification.policy() if self.verification is not None else None
 
     def access(self, secrets: Sequence[PullSecretRef] = ()) -> RegistryAccess:
         """The keyring of ``secrets`` (most specific first) then the global pull secret, and

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from provisioners.unpack import UnpackLimits
+
+if TYPE_CHECKING:
+    from provisioners.verification import SignatureRefused, SignatureVerified
 
 SpecT_contra = TypeVar("SpecT_contra", contravariant=True)
 
@@ -29,6 +32,10 @@ class FetchResult:
     """Things the user should know but that did not fail the fetch (e.g. a mutable tag)."""
     served_by: str = ""
     """The mirror that served the content (``host/repository@digest``); empty: the source."""
+    verification: SignatureVerified | SignatureRefused | None = None
+    """An image's signature check (:mod:`provisioners.verification`): accepted (the digest and
+    who signed it), refused under mode ``warn`` (it was unpacked anyway), None: not checked
+    (mode ``off``, or not an image)."""
 
 
 @dataclass(frozen=True)

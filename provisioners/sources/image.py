@@ -7,8 +7,10 @@ while verifying its digest, and only then applies it (gzip, zstd or plain tar, w
 whiteouts) through :class:`provisioners.unpack.Unpacker`, within the fetch's one deadline
 (``deadline_seconds``: downloads and decompression share it). Records
 ``registry/repository@digest`` (the reference as written, pinned; the mirror that served it is
-:attr:`FetchResult.served_by`) as the resolved source and warns when the spec used a tag. Called
-through :func:`provisioners.sources.fetch`.
+:attr:`FetchResult.served_by`) as the resolved source and warns when the spec used a tag. With a
+verification policy (:attr:`ImageSpec.verification`), the top manifest's signatures are checked
+right after it is resolved and before any layer is fetched (:attr:`FetchResult.verification`).
+Called through :func:`provisioners.sources.fetch`.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from provisioners.registries.pull import RegistryAccess, open_image
 from provisioners.registries.reference import parse_reference
 from provisioners.sources.base import FetchOptions, FetchResult
 from provisioners.unpack import Compression, Unpacker
+from provisioners.verification import SignatureRefused, VerificationPolicy, enforce, verify_opened
 
 _LAYER_COMPRESSION = {
     "application/vnd.oci.image.layer.v1.tar": Compression.NONE,
@@ -56,6 +59,10 @@ class ImageSpec:
     """None: plain http for loopback registries without a CA, https otherwise."""
     platform: str = "linux/amd64"
     """Which entry of an image index to pull (the only entry is taken when none matches)."""
+    verification: VerificationPolicy | None = None
+    """The signatures the image must carry (:mod:`provisioners.verification`), checked against
+    the manifest digest the pull then unpacks, before any layer is fetched. None: none (as mode
+    ``off``)."""
 
 
 def _select(index: ImageManifest, platform: str, ref: str) -> dict[str, Any]:
@@ -111,6 +118,11 @@ class ImageSource:
             plain_http=spec.plain_http,
         )
         client, top = opened.client, opened.top
+        verification = None
+        if spec.verification is not None:
+            # The digest verified is the one unpacked below (never the tag resolved again).
+            verification = verify_opened(reference, opened, spec.verification)
+            enforce(verification, spec.verification)  # mode enforce: nothing is fetched
         manifest = top
         if top.media_type in INDEX_TYPES:
             digest, _, _ = _descriptor(_select(top, spec.platform, str(reference)), "index entry")
@@ -150,6 +162,8 @@ class ImageSource:
                 blob.unlink()
         unpacker.finish()
         warnings = []
+        if isinstance(verification, SignatureRefused):  # mode warn: unpacked, and said so
+            warnings.append(f"not verified (mode warn): {verification.message}")
         if reference.digest is None:
             warnings.append(
                 f"image {spec.ref} is referenced by tag; the content behind a tag can change. "
@@ -160,4 +174,5 @@ class ImageSource:
             revision=top.digest,
             warnings=warnings,
             served_by=opened.served_by,
+            verification=verification,
         )

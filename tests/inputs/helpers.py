@@ -3,13 +3,24 @@ registry, and FBC catalogs naming them, written into the directory a catalog ser
 
 from __future__ import annotations
 
+import json
 import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
-from tests.provisioners.oci import Entry, Pusher, file
+from pivoter.catalogs import CONFIGS_LABEL
+from tests.provisioners.oci import (
+    LAYER_GZIP,
+    OCI_CONFIG,
+    OCI_MANIFEST,
+    Entry,
+    Pusher,
+    compress,
+    file,
+    tar_bytes,
+)
 
 
 @dataclass(frozen=True)
@@ -34,6 +45,8 @@ class Publisher:
     registry_host: str
     directory: Path
     packages: dict[str, list[Version]] = field(default_factory=dict)
+    digests: dict[tuple[str, str], str] = field(default_factory=dict)
+    """(package, version) -> the manifest digest of its pushed image."""
 
     def image(self, package: str, version: str) -> str:
         """The image reference of a bundle."""
@@ -51,8 +64,44 @@ class Publisher:
             )
             entries = [Entry(d, kind=tarfile.DIRTYPE) for d in directories]
             entries += [file(path, text) for path, text in version.files]
-        self.pusher.image(package, version.version, [entries])
+        digest = self.pusher.image(package, version.version, [entries])
+        self.digests[(package, version.version)] = digest
         self.packages.setdefault(package, []).append(version)
+
+    def push_catalog(self, repo: str, tag: str) -> tuple[str, str]:
+        """Push the published FBC files as a catalog image (``/configs``, labelled as opm
+        labels it); its reference and manifest digest."""
+        entries = [Entry("configs/", kind=tarfile.DIRTYPE)] + [
+            file(f"configs/{path.name}", path.read_text())
+            for path in sorted(self.directory.glob("*.yaml"))
+        ]
+        layer = compress(tar_bytes(entries), LAYER_GZIP)
+        config = json.dumps(
+            {
+                "architecture": "amd64",
+                "os": "linux",
+                "config": {"Labels": {CONFIGS_LABEL: "/configs"}},
+                "rootfs": {"type": "layers", "diff_ids": []},
+            }
+        ).encode()
+        manifest = {
+            "schemaVersion": 2,
+            "mediaType": OCI_MANIFEST,
+            "config": {
+                "mediaType": OCI_CONFIG,
+                "digest": self.pusher.blob(repo, config),
+                "size": len(config),
+            },
+            "layers": [
+                {
+                    "mediaType": LAYER_GZIP,
+                    "digest": self.pusher.blob(repo, layer),
+                    "size": len(layer),
+                }
+            ],
+        }
+        digest = self.pusher.manifest(repo, tag, json.dumps(manifest).encode(), OCI_MANIFEST)
+        return f"{self.registry_host}/{repo}:{tag}", digest
 
     def publish(self) -> None:
         """Write every package as one FBC file (the server reloads the directory)."""

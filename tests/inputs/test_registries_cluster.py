@@ -15,7 +15,6 @@ import base64
 import contextlib
 import json
 import logging
-import tarfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +23,7 @@ from typing import Any
 import pytest
 
 from pivoter.apis.resources import BUNDLES, CATALOGS, PLATFORM_OPERATORS, SECRETS
-from pivoter.catalogs import CONFIGS_LABEL, SourceSettings
+from pivoter.catalogs import SourceSettings
 from pivoter.daemon.product import build
 from pivoter.daemon.settings import Settings
 from pivoter.kube import Kube, NotFound, load_client
@@ -34,14 +33,7 @@ from tests.inputs.conftest import Env, is_
 from tests.inputs.helpers import Publisher, Version, config_map
 from tests.polling import wait_for
 from tests.provisioners.oci import (
-    LAYER_GZIP,
-    OCI_CONFIG,
-    OCI_MANIFEST,
-    Entry,
     Pusher,
-    compress,
-    file,
-    tar_bytes,
 )
 from tests.provisioners.servers import Registry, run_registry
 
@@ -294,39 +286,6 @@ def test_the_installing_service_accounts_image_pull_secrets_are_offered(
     private.never_shown(obj)
 
 
-def _push_catalog(private: Private, repo: str, tag: str) -> str:
-    """Push the published FBC files as a catalog image (``/configs``, labelled as opm labels
-    it) to the private registry; return its reference."""
-    pusher = private.env.publisher.pusher
-    directory = private.env.publisher.directory
-    entries = [Entry("configs/", kind=tarfile.DIRTYPE)] + [
-        file(f"configs/{path.name}", path.read_text()) for path in sorted(directory.glob("*.yaml"))
-    ]
-    layer = compress(tar_bytes(entries), LAYER_GZIP)
-    config = json.dumps(
-        {
-            "architecture": "amd64",
-            "os": "linux",
-            "config": {"Labels": {CONFIGS_LABEL: "/configs"}},
-            "rootfs": {"type": "layers", "diff_ids": []},
-        }
-    ).encode()
-    manifest = {
-        "schemaVersion": 2,
-        "mediaType": OCI_MANIFEST,
-        "config": {
-            "mediaType": OCI_CONFIG,
-            "digest": pusher.blob(repo, config),
-            "size": len(config),
-        },
-        "layers": [
-            {"mediaType": LAYER_GZIP, "digest": pusher.blob(repo, layer), "size": len(layer)}
-        ],
-    }
-    pusher.manifest(repo, tag, json.dumps(manifest).encode(), OCI_MANIFEST)
-    return f"{private.registry.host}/{repo}:{tag}"
-
-
 def test_a_catalog_image_pull_secret_serves_the_catalog_and_the_bundles_it_names(
     private: Private,
 ) -> None:
@@ -336,7 +295,7 @@ def test_a_catalog_image_pull_secret_serves_the_catalog_and_the_bundles_it_names
     env.publisher.add("minio", Version("1.0.0", config_map("minio", ns, version="1.0.0")))
     env.publisher.publish()
     repo = unique_name("catalog")
-    ref = _push_catalog(private, repo, "latest")
+    ref, _ = env.publisher.push_catalog(repo, "latest")
     catalog = unique_name("cat")
     kube.create(
         CATALOGS,
@@ -372,7 +331,7 @@ def test_a_catalog_image_pull_secret_serves_the_catalog_and_the_bundles_it_names
         "minio", Version("1.1.0", config_map("minio", ns, version="1.1.0"), replaces="1.0.0")
     )
     env.publisher.publish()
-    _push_catalog(private, repo, "latest")
+    env.publisher.push_catalog(repo, "latest")
     obj = env.wait(name, _installed("1.1.0", 2), what="the upgrade to 1.1.0", timeout=120)
     assert env.config_map_data("minio") == {"version": "1.1.0"}
     private.never_shown(obj, kube.get(CATALOGS, catalog))

@@ -13,10 +13,9 @@ signature of another digest, a tag moved after signing.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -28,8 +27,11 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID, ObjectIdentifier
 from provisioners.httpclient import TlsOptions
 from provisioners.registries import RegistryAccess, open_image
 from provisioners.registries.reference import parse_reference
+from provisioners.sources import FetchOptions, ImageSpec
+from provisioners.sources.image import ImageSource
 from provisioners.verification import (
     IdentityMatch,
+    ImageNotVerifiedError,
     SignatureRefused,
     SignatureVerified,
     TrustedIdentity,
@@ -40,59 +42,11 @@ from provisioners.verification import (
 )
 from tests.provisioners.oci import OCI_MANIFEST, Pusher, plain_bundle
 from tests.provisioners.servers import Registry
-from tests.tools import tool
+from tests.verification.cosigntool import Cosign
 
 pytestmark = pytest.mark.tools
 
-PASSWORD = "interop-pass"
 ISSUER = "https://oidc.example.com"
-
-
-class Cosign:
-    """Runs the real cosign with a private HOME (no TUF cache, no config of the machine)."""
-
-    def __init__(self, home: Path) -> None:
-        self.binary = tool("cosign")
-        self.home = home
-        self.env = {
-            "PATH": os.environ.get("PATH", ""),
-            "HOME": str(home),
-            "TUF_ROOT": str(home / "tuf"),
-            "COSIGN_PASSWORD": PASSWORD,
-            "COSIGN_YES": "true",
-        }
-
-    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [str(self.binary), *args],
-            env=self.env,
-            cwd=self.home,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-
-    def key_pair(self, name: str) -> tuple[Path, Path]:
-        done = self.run("generate-key-pair", "--output-key-prefix", str(self.home / name))
-        assert done.returncode == 0, done.stderr
-        return self.home / f"{name}.key", self.home / f"{name}.pub"
-
-    def sign(self, image: str, key: Path, *extra: str, bundle: bool = False) -> None:
-        args = [
-            "sign",
-            "--key",
-            str(key),
-            "--tlog-upload=false",
-            "--use-signing-config=false",
-            f"--new-bundle-format={'true' if bundle else 'false'}",
-            "--allow-insecure-registry",
-            "--yes",
-            *extra,
-            image,
-        ]
-        done = self.run(*args)
-        assert done.returncode == 0, f"cosign {' '.join(args)}: {done.stderr}"
 
 
 @pytest.fixture(scope="module")
@@ -318,3 +272,36 @@ def test_what_cosign_wrote_is_what_the_formats_say(
     layer = json.loads(body)["layers"][0]
     assert layer["mediaType"] == "application/vnd.dev.cosign.simplesigning.v1+json"
     assert "dev.cosignproject.cosign/signature" in layer["annotations"]
+
+
+# -- the pull ----------------------------------------------------------------------------------
+
+
+def test_the_pull_refuses_before_any_layer_under_enforce_and_reports_under_warn(
+    registry: Registry, cosign: Cosign, keys: dict[str, tuple[Path, Path]], tmp_path: Path
+) -> None:
+    pushed = push(registry, "pull/app", "v1", "pulled")
+    image = f"{registry.host}/pull/app:v1"
+    enforcing = key_policy(keys["release"][1])
+    dest = tmp_path / "enforce"
+    dest.mkdir()
+    with pytest.raises(ImageNotVerifiedError) as refused:
+        ImageSource().fetch(ImageSpec(image, verification=enforcing), dest, FetchOptions())
+    assert refused.value.refusal.digest == pushed
+    assert "no signature found" in str(refused.value)
+    assert list(dest.iterdir()) == []  # nothing unpacked
+
+    warning = dataclasses.replace(enforcing, mode=VerificationMode.WARN)
+    dest = tmp_path / "warn"
+    dest.mkdir()
+    fetched = ImageSource().fetch(ImageSpec(image, verification=warning), dest, FetchOptions())
+    assert isinstance(fetched.verification, SignatureRefused)
+    assert any(w.startswith("not verified (mode warn): ") for w in fetched.warnings)
+    assert list(dest.iterdir())  # unpacked anyway
+
+    cosign.sign(f"{registry.host}/pull/app@{pushed}", keys["release"][0])
+    dest = tmp_path / "signed"
+    dest.mkdir()
+    fetched = ImageSource().fetch(ImageSpec(image, verification=enforcing), dest, FetchOptions())
+    assert isinstance(fetched.verification, SignatureVerified)
+    assert fetched.verification.digest == pushed == fetched.revision

@@ -1,0 +1,159 @@
+"""The cluster's verification policy: what every catalog and bundle image pull must be signed by.
+
+The policy lives in one ConfigMap in pivoter's namespace, :data:`CONFIG_MAP`
+(``pivoter-verification``), read at every pull like the pull secrets
+(:mod:`pivoter.registries.access`): a changed mode, a key added to or removed from its Secret
+(a rotation) applies to the next pull, with no restart and nothing to touch on the objects that
+pull. No ConfigMap: nothing is verified (mode ``off``, as before verification existed).
+
+``data`` (every other key refuses the ConfigMap, so a typo never weakens the policy):
+
+- ``mode``: ``enforce`` (nothing unverified is unpacked; the object that pulled says why),
+  ``warn`` (install it, and say so in status and an Event) or ``off``. Required.
+- Then either ``policy.json``: a containers-policy.json(5) (:mod:`provisioners.verification.
+  policyjson`; ``keyPath``/``caPath`` name files in the daemon's container, ``keyData`` inline),
+  so a cluster that has one keeps it; or the short form: ``keys``, the name of a Secret in
+  pivoter's namespace whose entries ending in ``.pub`` are trusted public keys (what ``cosign
+  generate-key-pair`` writes as ``cosign.pub``), and/or ``roots`` (a Secret whose entries ending
+  in ``.crt`` or ``.pem`` are root certificates) with ``subject`` and optionally ``issuer``
+  (regular expressions the signing certificate's subject alternative name and OIDC issuer must
+  match wholly: the shape of keyless signing, verified offline). In the short form every image
+  must be signed by one of them.
+
+A ConfigMap that cannot be used (unknown key, bad mode, a Secret missing or holding no key, a
+malformed key or certificate) fails every pull with one line naming the field, under any mode
+but ``off``: a cluster that asked for verification never falls back to accepting anything.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pivoter.apis.resources import CONFIG_MAPS, SECRETS
+from pivoter.kube import Kube, NotFound
+from provisioners.verification import (
+    IdentityMatch,
+    TrustedIdentity,
+    TrustedKey,
+    VerificationMode,
+    VerificationPolicy,
+    VerificationPolicyError,
+    load_certificates,
+    read_policy_json,
+)
+
+__all__ = ["CONFIG_MAP", "ReadSecret", "VerificationPolicyProvider", "policy_from_config_map"]
+
+CONFIG_MAP = "pivoter-verification"
+KEYS = frozenset({"mode", "policy.json", "keys", "roots", "subject", "issuer"})
+MAX_ENTRIES = 64
+"""Keys or certificate files one Secret may hold for the policy."""
+
+ReadSecret = Callable[[str, str], Mapping[str, bytes]]
+"""``(name, where)``: a Secret's decoded data; raises naming ``where`` when it cannot."""
+
+
+@dataclass(frozen=True)
+class VerificationPolicyProvider:
+    """Reads the cluster's verification policy for one pull (see the module docstring)."""
+
+    kube: Kube
+    namespace: str
+    """pivoter's namespace: where the ConfigMap and the Secrets it names live."""
+
+    def policy(self) -> VerificationPolicy | None:
+        """The policy as it is now; None: no ConfigMap (nothing verified). Raises
+        :class:`VerificationPolicyError` for one that cannot be used."""
+        try:
+            config_map = self.kube.get(CONFIG_MAPS, CONFIG_MAP, self.namespace)
+        except NotFound:
+            return None
+        return policy_from_config_map(config_map, self._secret)
+
+    def _secret(self, name: str, where: str) -> Mapping[str, bytes]:
+        try:
+            secret = self.kube.get(SECRETS, name, self.namespace)
+        except NotFound:
+            raise VerificationPolicyError(
+                f"{where}: Secret {self.namespace}/{name} not found"
+            ) from None
+        data: dict[str, bytes] = {}
+        for key, value in (secret.get("data") or {}).items():
+            try:
+                data[str(key)] = base64.b64decode(str(value), validate=True)
+            except (binascii.Error, ValueError):
+                raise VerificationPolicyError(
+                    f"{where}: Secret {self.namespace}/{name} key {key!r} is not base64"
+                ) from None
+        return data
+
+
+def policy_from_config_map(
+    config_map: Mapping[str, Any], read_secret: ReadSecret
+) -> VerificationPolicy | None:
+    """The policy a ``pivoter-verification`` ConfigMap states (None under mode ``off``);
+    ``read_secret(name, where)`` gives a Secret's decoded data."""
+    meta = config_map.get("metadata") or {}
+    where = f"ConfigMap {meta.get('namespace', '')}/{meta.get('name', CONFIG_MAP)}"
+    data = {str(k): str(v) for k, v in (config_map.get("data") or {}).items()}
+    unknown = sorted(set(data) - KEYS)
+    if unknown:
+        raise VerificationPolicyError(
+            f"{where}: unknown key {unknown[0]!r} (known: {', '.join(sorted(KEYS))})"
+        )
+    if "mode" not in data:
+        raise VerificationPolicyError(f"{where}: mode: missing (enforce, warn or off)")
+    mode = VerificationMode.parse(data["mode"].strip(), where=f"{where}: mode")
+    if mode is VerificationMode.OFF:
+        return None
+    if "policy.json" in data:
+        if (KEYS - {"mode", "policy.json"}) & set(data):
+            raise VerificationPolicyError(f"{where}: policy.json and the short form are exclusive")
+        return read_policy_json(data["policy.json"], name=f"{where}, key policy.json", mode=mode)
+    keys: list[TrustedKey] = []
+    if data.get("keys"):
+        at = f"{where}: keys"
+        for entry, value in _entries(read_secret(data["keys"].strip(), at), (".pub",), at):
+            keys.append(TrustedKey.from_pem(value, name=f"Secret {data['keys'].strip()}, {entry}"))
+    identities: list[TrustedIdentity] = []
+    if data.get("roots") or data.get("subject") or data.get("issuer"):
+        identities.append(_identity(data, read_secret, where))
+    if not keys and not identities:
+        raise VerificationPolicyError(
+            f"{where}: names no key and no certificate identity (give keys, or roots and "
+            "subject, or policy.json)"
+        )
+    return VerificationPolicy.keyed(mode, keys=keys, identities=identities, name=where)
+
+
+def _identity(data: Mapping[str, str], read_secret: ReadSecret, where: str) -> TrustedIdentity:
+    if not data.get("roots") or not data.get("subject"):
+        raise VerificationPolicyError(f"{where}: a certificate identity needs roots and subject")
+    at = f"{where}: roots"
+    name = data["roots"].strip()
+    roots = tuple(
+        certificate
+        for entry, value in _entries(read_secret(name, at), (".crt", ".pem"), at)
+        for certificate in load_certificates(value, name=f"Secret {name}, {entry}")
+    )
+    try:
+        subject = IdentityMatch(pattern=data["subject"].strip())
+        issuer = IdentityMatch(pattern=data["issuer"].strip()) if data.get("issuer") else None
+    except VerificationPolicyError as exc:
+        raise VerificationPolicyError(f"{where}: {exc}") from None
+    return TrustedIdentity(roots, subject, issuer, name=f"Secret {name}")
+
+
+def _entries(
+    data: Mapping[str, bytes], suffixes: tuple[str, ...], where: str
+) -> list[tuple[str, bytes]]:
+    chosen = sorted((k, v) for k, v in data.items() if k.endswith(suffixes))
+    if not chosen:
+        raise VerificationPolicyError(f"{where}: the Secret has no entry ending in {suffixes[0]}")
+    if len(chosen) > MAX_ENTRIES:
+        raise VerificationPolicyError(f"{where}: more than {MAX_ENTRIES} entries")
+    return chosen
