@@ -2,7 +2,8 @@
 
 A versioned document (``apiVersion: pivoter.io/v1alpha1``, ``kind: ResolveSet``) listing per
 selected bundle its package, version, bundle name, channel, catalog, image and provisioner class
-(from ``olm.bundle.mediatype``). ``metadata.selectionHash`` is computed from the selected bundles
+(from ``olm.bundle.mediatype``), and, where the daemon verified the image's signatures, its
+digest and who signed it. ``metadata.selectionHash`` is computed from the selected bundles
 only (package, bundle, version, image, provisioner class), so identical selections hash
 identically whatever else changed in the catalogs or which catalog served them;
 ``metadata.inputsDigest`` records what was resolved from. Serialised to YAML and JSON. Written by
@@ -62,6 +63,23 @@ class Entry:
     requires: tuple[str, ...] = ()
     """The other packages of the set whose bundles meet this bundle's requirements
     (``olm.package.required``, ``olm.gvk.required``, ...): a pivot installs them first."""
+    digest: str = ""
+    """The image's manifest digest, when the daemon verified its signatures before writing the
+    revision: what is installed is the image by this digest, never the tag resolved again."""
+    signed_by: str = ""
+    """Who signed that digest (a key's fingerprint, or a certificate's subject and issuer), or
+    why it was not verified where the policy only warns."""
+
+    @property
+    def pinned_image(self) -> str:
+        """The image by digest when one is recorded, else as the catalog names it."""
+        if not self.digest or not self.image:
+            return self.image
+        name = self.image.split("@", 1)[0]
+        last = name.rsplit("/", 1)[-1]
+        if ":" in last:
+            name = name[: len(name) - len(last)] + last.split(":", 1)[0]
+        return f"{name}@{self.digest}"
 
     def to_dict(self) -> dict[str, Any]:
         """The entry as plain data (empty ``replaces`` and ``requires`` omitted)."""
@@ -78,6 +96,10 @@ class Entry:
             data["replaces"] = self.replaces
         if self.requires:
             data["requires"] = list(self.requires)
+        if self.digest:
+            data["digest"] = self.digest
+        if self.signed_by:
+            data["signedBy"] = self.signed_by
         return data
 
 
@@ -212,6 +234,8 @@ def parse(data: Any) -> ResolveSet:
                 provisioner_class=str(item.get("provisionerClassName", "") or PROVISIONER_REGISTRY),
                 replaces=str(item.get("replaces", "") or ""),
                 requires=_packages(item.get("requires"), f"bundles[{i}].requires"),
+                digest=str(item.get("digest", "") or ""),
+                signed_by=str(item.get("signedBy", "") or ""),
             )
         )
     metadata = data.get("metadata") or {}

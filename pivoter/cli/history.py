@@ -67,9 +67,15 @@ def history_rows(target: Target) -> list[dict[str, Any]]:
             document = None
         changes = "unreadable"
         bundles: list[str] = []
+        verified: list[dict[str, str]] = []
         if document is not None:
             changes = summary(plan(previous, document, revision=revision.number, active=None))
             bundles = [f"{e.package}@{e.version}" for e in document.entries]
+            verified = [
+                {"package": e.package, "image": e.pinned_image, "signedBy": e.signed_by}
+                for e in document.entries
+                if e.digest
+            ]
             previous = document
         rows.append(
             {
@@ -79,6 +85,7 @@ def history_rows(target: Target) -> list[dict[str, Any]]:
                 "changes": changes,
                 "outcome": _outcome(revision.number, target.status, record, pinned),
                 "selectionHash": revision.selection_hash,
+                "verified": verified,
                 "problem": revision.problem or None,
             }
         )
@@ -94,6 +101,9 @@ def _human(rows: list[dict[str, Any]]) -> str:
             f"r{row['revision']}  {row['created'] or '-'}  {row['outcome']}\n"
             f"    bundles: {', '.join(row['bundles']) or '-'}\n"
             f"    changes: {row['changes']}"
+            + "".join(
+                f"\n    {v['package']}: {v['image']}, {v['signedBy']}" for v in row["verified"]
+            )
             + (f"\n    PROBLEM: {row['problem']}" if row["problem"] else "")
         )
     return "\n".join(lines)

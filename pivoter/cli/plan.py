@@ -99,6 +99,9 @@ def _human(data: dict[str, Any]) -> str:
     if not data.get("pending"):
         return "\n".join([f"nothing to do: revision {data.get('revision')} is active", *why])
     lines = [f"revision {data['revision']} (from {data.get('fromRevision')}): {summary(data)}"]
+    for item in [*(data.get("added") or []), *(data.get("changed") or [])]:
+        if item.get("image"):
+            lines.append(f"  {item['package']}: {item['image']}, {item.get('signedBy') or '-'}")
     objects = data.get("objects") or {}
     for key in ("pending", "problem", "dryRun"):
         if objects.get(key):

@@ -45,6 +45,7 @@ from pivoter.daemon.hooks import Hooks
 from pivoter.daemon.settings import Scope, Settings, own_namespace
 from pivoter.daemon.webhook import start_webhook
 from pivoter.inputs import InputReconciler
+from pivoter.inputs.pinning import ImagePinner
 from pivoter.kube import EventRecorder, NotFound, Resource, Unavailable
 from pivoter.kube.identities import Identities
 from pivoter.olmv1.leftovers import LeftoverMonitor
@@ -177,7 +178,10 @@ def _catalogs_and_inputs(
         catalogd_ca=CatalogdCA(settings.catalogd_ca) if settings.catalogd_ca else None,
         registries=product.registries,
     )
-    revisions = product.revisions = resolvesets.setup(manager, namespace=product.namespace)
+    pinner = ImagePinner(product.registries) if product.registries is not None else None
+    revisions = product.revisions = resolvesets.setup(
+        manager, namespace=product.namespace, prepare=pinner.pin if pinner is not None else None
+    )
     preparer = Preparer(manager.kube, product.bundles, Identities(manager.kube))
     every_input = settings.scope is Scope.ALL
     if every_input:

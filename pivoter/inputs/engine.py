@@ -75,6 +75,8 @@ from pivoter.pivot import (
     Preparer,
 )
 from pivoter.resolvesets import Revision, RevisionStore
+from provisioners.errors import ProvisionerError
+from provisioners.verification import ImageNotVerifiedError
 from resolver.resolveset import ResolveSet, ResolveSetError
 from resolver.rules.inputs import CatalogInput, Installed
 from resolver.rules.reads import Reads
@@ -92,6 +94,9 @@ re-resolved on a timer (each pass runs the resolver)."""
 PLAN_POLL = 2.0
 """How often a plan whose bundles are still unpacking is looked at again (the Bundle watch
 usually comes first)."""
+PIN_RETRY_SECONDS = 15.0
+"""How soon a selection whose images could not be pinned or verified is tried again (a
+signature pushed or a key added fixes it, and nothing else queues the input)."""
 
 
 @dataclass
@@ -368,7 +373,11 @@ class InputEngine:
         out, record, active = p.out, p.record, p.active
         out.not_newer = selection.not_newer
         document, orphans = keep_installed(selection.document, active)
-        revision = self.store.write(p.spec.ref, document, after=record.highest, owner=p.obj)
+        try:
+            revision = self.store.write(p.spec.ref, document, after=record.highest, owner=p.obj)
+        except ProvisionerError as exc:
+            self._not_pinned(p, document, exc)
+            return None
         if active is not None and record.active is not None and revision.number != record.active:
             # The active revision was intact when this pass read it. A new revision of the same
             # input is written only for a new selection or when the latest one was changed in
@@ -389,6 +398,24 @@ class InputEngine:
             f"resolved {bundles_text(document)} (revision {revision.number}){note}",
         )
         return revision.number, document
+
+    def _not_pinned(self, p: Pass, document: ResolveSet, exc: ProvisionerError) -> None:
+        """A new selection whose images could not be pinned and verified
+        (:mod:`pivoter.inputs.pinning`) is not written: the input stays on its active revision,
+        says why, and looks again soon (a signature pushed, a key added to the policy)."""
+        state = (
+            ResolutionState.NOT_VERIFIED
+            if isinstance(exc, ImageNotVerifiedError)
+            else ResolutionState.RESOLUTION_FAILED
+        )
+        p.out.resolved = Resolved(
+            state, f"resolved {bundles_text(document)}, not written as a revision: {exc}"
+        )
+        p.out.up_to_date = Freshness(
+            FreshnessState.UNKNOWN, "NotResolved", "not resolved: see the Resolved condition"
+        )
+        p.out.selection = p.active
+        p.out.requeue_after = PIN_RETRY_SECONDS
 
     def _note(self, p: Pass, digests: dict[str, str] | None, reads: Reads) -> None:
         """Note what a resolution read (see :mod:`pivoter.inputs.relevance`)."""

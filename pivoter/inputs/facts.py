@@ -43,6 +43,9 @@ class ResolutionState(enum.Enum):
     RESOLUTION_FAILED = "ResolutionFailed"
     """The resolver could not run on what the catalogs say (an error, not an answer)."""
     INVALID_SELECTOR = "InvalidSelector"
+    NOT_VERIFIED = "NotVerified"
+    """A new selection names an image the verification policy refuses (mode ``enforce``): no
+    revision was written (:mod:`pivoter.inputs.pinning`)."""
 
     @property
     def ok(self) -> bool:

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from provisioners.apply.objects import ObjectRef
-from resolver.resolveset import ResolveSet
+from resolver.resolveset import Entry, ResolveSet
 
 __all__ = ["MAX_LISTED_OBJECTS", "object_changes", "plan", "summary"]
 
@@ -27,7 +27,7 @@ def plan(
     before = {e.package: e for e in (current.entries if current else ())}
     after = {e.package: e for e in target.entries}
     added = [
-        {"package": p, "bundle": e.bundle, "version": e.version}
+        {"package": p, "bundle": e.bundle, "version": e.version, **_verified(e)}
         for p, e in sorted(after.items())
         if p not in before
     ]
@@ -42,6 +42,7 @@ def plan(
             "bundle": e.bundle,
             "fromVersion": before[p].version,
             "toVersion": e.version,
+            **_verified(e),
         }
         for p, e in sorted(after.items())
         if p in before and (before[p].bundle, before[p].image) != (e.bundle, e.image)
@@ -54,6 +55,13 @@ def plan(
         "changed": changed,
         "removed": removed,
     }
+
+
+def _verified(entry: Entry) -> dict[str, str]:
+    """The image by digest and who signed it, where the revision records them."""
+    if not entry.digest:
+        return {}
+    return {"image": entry.pinned_image, "signedBy": entry.signed_by}
 
 
 def summary(data: dict[str, Any]) -> str:

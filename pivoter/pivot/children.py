@@ -144,7 +144,8 @@ def desired_child(
         )
     name = child_name(ref, entry.package, primary=primary)
     labels = child_labels(ref, entry.package)
-    source = {"type": rukpak.SOURCE_IMAGE, "image": {"ref": entry.image}}
+    # By digest where the revision pinned it (its signatures verified): never the tag again.
+    source = {"type": rukpak.SOURCE_IMAGE, "image": {"ref": entry.pinned_image}}
     spec: dict[str, Any] = {
         "provisionerClassName": entry.provisioner_class,
         "template": {

@@ -16,7 +16,7 @@ import builtins
 import contextlib
 import enum
 import logging
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,10 +65,21 @@ class Verification:
 class RevisionStore:
     """The ResolveSet revisions of every input, in ``namespace``."""
 
-    def __init__(self, kube: Kube, namespace: str, metrics: RevisionMetrics | None = None) -> None:
+    def __init__(
+        self,
+        kube: Kube,
+        namespace: str,
+        metrics: RevisionMetrics | None = None,
+        *,
+        prepare: Callable[[ResolveSet], ResolveSet] | None = None,
+    ) -> None:
         self.kube = kube
         self.namespace = namespace
         self.metrics = metrics
+        self.prepare = prepare
+        """Called once for each new revision, before it is written (never for a selection the
+        latest revision already has): the daemon pins and verifies the images there
+        (:mod:`pivoter.inputs.pinning`). It must keep the selection hash."""
 
     # ------------------------------------------------------------------ reading
 
@@ -105,12 +116,15 @@ class RevisionStore:
     ) -> Revision:
         """Store ``resolveset`` as the next revision of ``ref`` and return it, or return the
         latest revision unchanged when it is intact and has the same selection hash.
+        A new revision's document is first given to :attr:`prepare` (what it raises is raised,
+        and nothing is written).
 
         ``after``: the highest revision number the caller has recorded (e.g. in the input's
         status), so numbering continues even if every ConfigMap was deleted by hand.
         ``owner``: the input object; the revision is garbage-collected with it.
         Raises :class:`WriteConflict` if other writers win every attempt.
         """
+        prepared = False
         for _ in range(MAX_ATTEMPTS):
             latest = self.latest(ref)
             if (
@@ -120,6 +134,11 @@ class RevisionStore:
             ):
                 return latest
             number = max(after, latest.number if latest else 0) + 1
+            if self.prepare is not None and not prepared:
+                document = self.prepare(resolveset)
+                if document.selection_hash != resolveset.selection_hash:
+                    raise ValueError("prepare changed the selection of the ResolveSet")
+                resolveset, prepared = document, True
             body = encode(ref, number, resolveset, self.namespace)
             if owner is not None:
                 body["metadata"]["ownerReferences"] = [_owner_reference(owner)]

@@ -7,13 +7,24 @@ that need it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pivoter.resolvesets.metrics import RevisionMetrics
 from pivoter.resolvesets.revisions import RevisionStore
 from pivoter.runtime.manager import Manager
+from resolver.resolveset import ResolveSet
 
 __all__ = ["setup"]
 
 
-def setup(manager: Manager, *, namespace: str) -> RevisionStore:
-    """The revision store in the daemon's ``namespace``, on ``manager``'s API client."""
-    return RevisionStore(manager.kube, namespace, RevisionMetrics(manager.metrics.registry))
+def setup(
+    manager: Manager,
+    *,
+    namespace: str,
+    prepare: Callable[[ResolveSet], ResolveSet] | None = None,
+) -> RevisionStore:
+    """The revision store in the daemon's ``namespace``, on ``manager``'s API client;
+    ``prepare``: what each new revision's document goes through before it is written."""
+    return RevisionStore(
+        manager.kube, namespace, RevisionMetrics(manager.metrics.registry), prepare=prepare
+    )

@@ -5,9 +5,11 @@ registry on loopback and signed there by the real ``cosign`` (hack/tools/cosign.
 The policy is the ``pivoter-verification`` ConfigMap in pivoter's namespace with the trusted
 keys in a Secret (docs/verification.md), read at every pull:
 
-- under ``enforce`` a signed bundle installs and its Bundle says who signed which digest; an
-  unsigned upgrade, or one signed by another key, is refused before anything is unpacked, with
-  a message naming the image and the policy, and what is installed does not change;
+- under ``enforce`` a signed bundle installs by digest: its ResolveSet revision records the digest
+  and who signed it (``pivoter history`` shows them), the child names the image by that digest,
+  and its Bundle says who signed it; an unsigned upgrade, or one signed by another key, is
+  refused before a revision is written (``Resolved=False``, reason ``NotVerified``) with a
+  message naming the image and the policy, and what is installed does not change;
 - a key rotation: a second key added to the Secret lets what it signed install; once the first
   key is removed, what only it signed stops verifying on the next pull;
 - ``warn`` installs an unsigned bundle and says so (``Verified=False`` and a Warning Event);
@@ -27,11 +29,13 @@ from typing import Any
 import pytest
 
 from pivoter.apis.resources import BUNDLES, CATALOGS, CONFIG_MAPS, SECRETS
+from pivoter.cli.main import main
 from pivoter.controllers.bundle import TYPE_VERIFIED
 from pivoter.kube import NotFound
 from pivoter.registries.verification import CONFIG_MAP
+from pivoter.resolvesets import InputRef
 from provisioners.verification import TrustedKey
-from tests.cluster import session_labels, unique_name
+from tests.cluster import TestCluster, session_labels, unique_name
 from tests.inputs.conftest import Env, condition, is_
 from tests.inputs.helpers import Version, config_map
 from tests.verification.cosigntool import Cosign
@@ -107,18 +111,32 @@ def says(*fragments: str) -> Callable[[dict[str, Any]], bool]:
     return check
 
 
+def cli(
+    capsys: pytest.CaptureFixture[str], cluster: TestCluster, env: Env, *argv: str
+) -> tuple[int, str, str]:
+    code = main([*argv, "--kubeconfig", str(cluster.kubeconfig), "--namespace", env.namespace])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
 def bundle_of(env: Env, package: str, version: str) -> dict[str, Any]:
-    """The Bundle that unpacks ``package`` ``version`` (its source names the image)."""
+    """The Bundle that unpacks ``package`` ``version`` (its source names the image, by digest
+    where the revision pinned it)."""
     image = env.publisher.image(package, version)
+    pinned = f"{image.rsplit(':', 1)[0]}@{env.publisher.digests[(package, version)]}"
     for bundle in env.kube.list(BUNDLES)[0]:
         source = ((bundle.get("spec") or {}).get("source") or {}).get("image") or {}
-        if source.get("ref") == image:
+        if source.get("ref") in (image, pinned):
             return bundle
     raise AssertionError(f"no Bundle pulls {image}")
 
 
 def test_enforce_installs_what_is_signed_and_refuses_the_rest_and_keys_rotate(
-    env: Env, cosign: Cosign, keys: dict[str, tuple[Path, Path]]
+    env: Env,
+    cluster: TestCluster,
+    cosign: Cosign,
+    keys: dict[str, tuple[Path, Path]],
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     ns = env.namespace
     release, nxt, stranger = keys["release"], keys["next"], keys["stranger"]
@@ -134,10 +152,24 @@ def test_enforce_installs_what_is_signed_and_refuses_the_rest_and_keys_rotate(
     env.catalog()
     name = env.resolution([{"name": "vault"}])
     env.wait(name, installed(env, "1.0.0"), what="vault 1.0.0 installed", timeout=120)
+    # The revision records the digest and who signed it; the child installs it by digest.
+    (entry,) = env.store.get(InputRef("Resolution", name), 1).resolveset().entries
+    assert entry.digest == signed
+    assert fingerprint(release[1]) in entry.signed_by
+    assert where in entry.signed_by
+    repository = env.publisher.image("vault", "1.0.0").rsplit(":", 1)[0]
+    (child,) = env.children(name).values()
+    assert child["spec"]["template"]["spec"]["source"]["image"]["ref"] == f"{repository}@{signed}"
     verified = condition(bundle_of(env, "vault", "1.0.0"), TYPE_VERIFIED)
     assert verified["status"] == "True", verified
     assert f"@{signed} verified by {where}" in verified["message"]
     assert fingerprint(release[1]) in verified["message"]
+    code, out, _ = cli(capsys, cluster, env, "history", name, "-o", "json")
+    assert code == 0
+    (row,) = json.loads(out)
+    assert row["verified"] == [
+        {"package": "vault", "image": f"{repository}@{signed}", "signedBy": entry.signed_by}
+    ]
 
     # An unsigned upgrade is refused before it is unpacked; 1.0.0 stays.
     unsigned = add_signed(
@@ -149,12 +181,16 @@ def test_enforce_installs_what_is_signed_and_refuses_the_rest_and_keys_rotate(
     )
     env.publish()
     image = env.publisher.image("vault", "1.1.0")
-    env.wait(
+    refused = env.wait(
         name,
         says(f"{image}@{unsigned} is not verified by {where}", "no signature found"),
         what="the refusal of the unsigned 1.1.0 in the Resolution's status",
         timeout=120,
     )
+    resolved = condition(refused, "Resolved")
+    assert (resolved["status"], resolved["reason"]) == ("False", "NotVerified"), resolved
+    assert [r.number for r in env.store.list(InputRef("Resolution", name))] == [1]
+    assert refused["status"]["activeRevision"] == 1
     assert env.config_map_data("vault") == {"version": "1.0.0"}
 
     # Signed by a key nobody trusts: refused, naming why.
