@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import posixpath
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from io import BytesIO
 from pathlib import Path
 from typing import Any
@@ -35,13 +35,7 @@ from provisioners.registries.pull import Opened, RegistryAccess, open_image
 from provisioners.registries.reference import ImageReference, parse_reference
 from provisioners.sources import FetchOptions, ImageSpec
 from provisioners.sources.image import ImageSource
-from provisioners.verification import (
-    SignatureRefused,
-    SignatureVerified,
-    VerificationPolicy,
-    enforce,
-    verify_opened,
-)
+from provisioners.verification import Verdict, VerificationPolicy, verify_all
 from resolver import safedata
 from resolver.catalog.errors import CatalogLoadError
 from resolver.catalog.load import load_directory
@@ -102,17 +96,18 @@ class ImageCatalogSource:
         ca_pem: bytes | None = None,
         options: FetchOptions | None = None,
         platform: str = "linux/amd64",
-        verification: Callable[[], VerificationPolicy | None] | None = None,
+        verification: Callable[[], Sequence[VerificationPolicy]] | None = None,
     ) -> None:
         self.spec = ref
         self.name = name
         self.access = access or RegistryAccess
         """Called at every fetch: the credentials and mirrors as they are then."""
         self.verification = verification
-        """Called at every pull: the verification policy as it is then (None: nothing
-        verified). The digest resolved is the one verified and then unpacked."""
-        self.verified: SignatureVerified | SignatureRefused | None = None
-        """The last pull's signature check (None: nothing checked)."""
+        """Called at every pull: the verification policies as they are then (each must accept
+        the image; none: nothing verified). The digest resolved is the one verified and then
+        unpacked."""
+        self.verified: tuple[Verdict, ...] = ()
+        """The last pull's signature checks, one per policy (empty: nothing checked)."""
         self._opened: Opened | None = None
         self.ca_pem = ca_pem
         self.options = options or FetchOptions()
@@ -180,15 +175,11 @@ class ImageCatalogSource:
     def _verify(self, reference: ImageReference) -> None:
         """Check the resolved image's signatures (before any of it is pulled); raise under
         ``enforce`` when the policy refuses it."""
-        self.verified = None
+        self.verified = ()
         if self.verification is None or self._opened is None:
             return
         try:
-            policy = self.verification()
-            if policy is None:
-                return
-            self.verified = verify_opened(reference, self._opened, policy)
-            enforce(self.verified, policy)
+            self.verified = verify_all(reference, self._opened, self.verification())
         except ProvisionerError as exc:
             raise FetchFailed(f"image {self.spec}: {exc}") from exc
 

@@ -39,6 +39,7 @@ from pivoter.catalogs.poll import Poller, PollOutcome
 from pivoter.catalogs.sources import SourceSettings, build_source
 from pivoter.kube import EventRecorder, Kube, NotFound
 from pivoter.registries.names import catalog_pull_secrets
+from pivoter.registries.verification import named_policy
 from pivoter.runtime.controller import Result
 
 __all__ = ["CATALOGS", "CONFIG_MAPS", "SECRETS", "CatalogReconciler", "referenced_config_maps"]
@@ -160,7 +161,13 @@ class CatalogReconciler:
             interval = parse_duration(api.DEFAULT_POLL_INTERVAL)
         try:
             priority = int(spec.get("priority") or 0)
-            built = build_source(name, spec.get("source") or {}, self._read, self.settings)
+            built = build_source(
+                name,
+                spec.get("source") or {},
+                self._read,
+                self.settings,
+                policy=named_policy(catalog, "Catalog"),
+            )
         except (CatalogProblem, ValueError) as exc:
             problem = exc if isinstance(exc, CatalogProblem) else InvalidCatalog(str(exc))
             failures = state.poller.failures + 1 if state else 1

@@ -99,17 +99,24 @@ class BuiltSource:
 
 
 def build_source(
-    catalog_name: str, spec: Mapping[str, Any], read: ObjectReader, settings: SourceSettings
+    catalog_name: str,
+    spec: Mapping[str, Any],
+    read: ObjectReader,
+    settings: SourceSettings,
+    *,
+    policy: tuple[str, str] = ("", ""),
 ) -> BuiltSource:
     """The source for ``spec`` (a Catalog's ``spec.source``); raises :class:`InvalidCatalog` or
-    :class:`SourceUnavailable` when the spec cannot be used as it stands."""
+    :class:`SourceUnavailable` when the spec cannot be used as it stands. ``policy``: the
+    verification policy the Catalog names (``(name, where)``, :func:`pivoter.registries.
+    verification.named_policy`), which its image must pass besides the cluster's."""
     kind = str(spec.get("type") or "")
     if kind == "grpc":
         return _grpc(catalog_name, spec.get("grpc") or {}, settings)
     if kind == "http":
         return _http(catalog_name, spec.get("http") or {}, read, settings)
     if kind == "image":
-        return _image(catalog_name, spec.get("image") or {}, read, settings)
+        return _image(catalog_name, spec.get("image") or {}, read, settings, policy)
     if kind == "configMaps":
         names = [str((ref or {}).get("name") or "") for ref in spec.get("configMaps") or []]
         if not names or not all(names):
@@ -231,7 +238,11 @@ def _write_private(path: Path, data: bytes) -> str:
 
 
 def _image(
-    catalog_name: str, spec: Mapping[str, Any], read: ObjectReader, settings: SourceSettings
+    catalog_name: str,
+    spec: Mapping[str, Any],
+    read: ObjectReader,
+    settings: SourceSettings,
+    policy: tuple[str, str],
 ) -> BuiltSource:
     ref = str(spec.get("ref") or "")
     if not ref:
@@ -257,9 +268,10 @@ def _image(
         name=catalog_name,
         access=access,
         options=options,
-        verification=registries.verification_policy if registries is not None else None,
+        verification=(lambda: registries.verification_policies(policy)) if registries else None,
     )
-    return BuiltSource(source, _key("image", ref, secret), f"image {ref}")
+    # The policy's name is part of the key: naming another one pulls and verifies again.
+    return BuiltSource(source, _key("image", ref, secret, policy[0]), f"image {ref}")
 
 
 def _pull_secret(read: ObjectReader, name: str) -> AuthFile:

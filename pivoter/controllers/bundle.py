@@ -29,6 +29,7 @@ from pivoter.kube import EventRecorder, Kube, NotFound
 from pivoter.registries import RegistryAccessProvider
 from pivoter.registries.names import bundle_pull_secrets
 from pivoter.registries.secrets import UnusablePullSecret
+from pivoter.registries.verification import named_policy
 from pivoter.runtime.controller import Result
 from provisioners.content import unpack_bundle
 from provisioners.errors import AuthenticationError, ProvisionerError
@@ -39,7 +40,7 @@ from provisioners.store import BundleStore, StoreError
 from provisioners.verification import (
     ImageNotVerifiedError,
     SignatureRefused,
-    SignatureVerified,
+    Verdict,
     VerificationPolicyError,
 )
 
@@ -190,7 +191,7 @@ class BundleReconciler:
                 spec = dataclasses.replace(
                     spec,
                     access=registries.access(secrets),
-                    verification=registries.verification_policy(),
+                    verification=registries.verification_policies(named_policy(bundle, "Bundle")),
                 )
             unpacked = unpack_bundle(
                 spec, self.store, self.fetch_options, bundle_format=bundle_format
@@ -261,7 +262,7 @@ class BundleReconciler:
         self,
         bundle: dict[str, Any],
         conditions: list[dict[str, Any]],
-        outcome: SignatureVerified | SignatureRefused | ProvisionerError | None,
+        outcome: tuple[Verdict, ...] | ProvisionerError,
         generation: int,
     ) -> None:
         """Set the ``Verified`` condition from the pull's signature check: True with the digest
@@ -269,29 +270,20 @@ class BundleReconciler:
         was unpacked; under ``warn`` it was, and a Warning Event says so); removed when nothing
         was checked (mode ``off``, not an image, or the pull failed before the check)."""
         if isinstance(outcome, ImageNotVerifiedError):
-            outcome = outcome.refusal
-        if isinstance(outcome, SignatureVerified):
-            set_condition(
-                conditions,
-                TYPE_VERIFIED,
-                TRUE,
-                REASON_VERIFIED,
-                outcome.message,
-                generation=generation,
-            )
-        elif isinstance(outcome, SignatureRefused):
-            set_condition(
-                conditions,
-                TYPE_VERIFIED,
-                FALSE,
-                REASON_NOT_VERIFIED,
-                outcome.message,
-                generation=generation,
-            )
-            if self.recorder is not None:
-                self.recorder.warning(bundle, REASON_NOT_VERIFIED, "Verify", outcome.message)
+            verdicts: tuple[Verdict, ...] = (outcome.refusal,)
+        elif isinstance(outcome, ProvisionerError):
+            verdicts = ()
         else:
+            verdicts = outcome
+        if not verdicts:
             conditions[:] = [c for c in conditions if c.get("type") != TYPE_VERIFIED]
+            return
+        refused = [v for v in verdicts if isinstance(v, SignatureRefused)]
+        message = "; ".join(v.message for v in refused or verdicts)
+        status, reason = (FALSE, REASON_NOT_VERIFIED) if refused else (TRUE, REASON_VERIFIED)
+        set_condition(conditions, TYPE_VERIFIED, status, reason, message, generation=generation)
+        if refused and self.recorder is not None:
+            self.recorder.warning(bundle, REASON_NOT_VERIFIED, "Verify", message)
 
     def _write_status(self, name: str, status: dict[str, Any]) -> None:
         try:

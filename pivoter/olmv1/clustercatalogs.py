@@ -48,6 +48,7 @@ from pivoter.catalogserver.registry import RegistryView
 from pivoter.catalogserver.reload import Snapshot, SnapshotError
 from pivoter.kube import Kube, NotFound, Object
 from pivoter.registries.names import cluster_catalog_pull_secrets
+from pivoter.registries.verification import named_policy
 from pivoter.runtime.controller import Result
 from provisioners.errors import InvalidSourceError
 from provisioners.registries.pull import RegistryAccess
@@ -318,7 +319,11 @@ class ClusterCatalogReconciler:
             name=name,
             access=access,
             options=options,
-            verification=registries.verification_policy if registries is not None else None,
+            verification=(
+                (lambda: registries.verification_policies(named_policy(obj, "ClusterCatalog")))
+                if registries is not None
+                else None
+            ),
         )
         digest = source.resolve()
         if digest == state.digest and self.served.get(name) is not None:

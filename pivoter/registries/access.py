@@ -122,11 +122,12 @@ class RegistryAccessProvider:
     _file: tuple[tuple[int, int], MirrorPolicy] | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def verification_policy(self) -> VerificationPolicy | None:
-        """The verification policy of a pull starting now (None: verify nothing); raises
-        :class:`~provisioners.verification.VerificationPolicyError` for one that cannot be
-        used."""
-        return self.verification.policy() if self.verification is not None else None
+    def verification_policies(self, *named: tuple[str, str]) -> tuple[VerificationPolicy, ...]:
+        """The verification policies of a pull starting now: the cluster's and each ``(name,
+        where)`` a catalog or input names (:mod:`pivoter.registries.verification`); empty:
+        verify nothing. Raises :class:`~provisioners.verification.VerificationPolicyError` for
+        one that cannot be used."""
+        return self.verification.policies(*named) if self.verification is not None else ()
 
     def access(self, secrets: Sequence[PullSecretRef] = ()) -> RegistryAccess:
         """The keyring of ``secrets`` (most specific first) then the global pull secret, and

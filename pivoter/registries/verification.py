@@ -20,6 +20,15 @@ pull. No ConfigMap: nothing is verified (mode ``off``, as before verification ex
   match wholly: the shape of keyless signing, verified offline). In the short form every image
   must be signed by one of them.
 
+Three levels, combined: the cluster's ConfigMap; a catalog's (annotation :data:`ANNOTATION` on a
+Catalog or ClusterCatalog), for its own image and the bundle images it offers; an input's (the
+same annotation on a Resolution, PlatformOperator or ClusterExtension, or on a BundleDeployment's
+``spec.template`` for its Bundle), for its bundles. Each names a ConfigMap of the same format in
+pivoter's namespace, labelled :data:`LABEL_POLICY` ``=true`` (so that nobody points pivoter at
+another ConfigMap of its namespace). Every level that applies must accept an image: a catalog or
+an input can ask for more than the cluster's policy, never for less, so naming a policy gives no
+one a way around the admin's.
+
 A ConfigMap that cannot be used (unknown key, bad mode, a Secret missing or holding no key, a
 malformed key or certificate) fails every pull with one line naming the field, under any mode
 but ``off``: a cluster that asked for verification never falls back to accepting anything.
@@ -46,9 +55,21 @@ from provisioners.verification import (
     read_policy_json,
 )
 
-__all__ = ["CONFIG_MAP", "ReadSecret", "VerificationPolicyProvider", "policy_from_config_map"]
+__all__ = [
+    "ANNOTATION",
+    "CONFIG_MAP",
+    "LABEL_POLICY",
+    "ReadSecret",
+    "VerificationPolicyProvider",
+    "named_policy",
+    "policy_from_config_map",
+]
 
 CONFIG_MAP = "pivoter-verification"
+ANNOTATION = "pivoter.io/verification"
+"""On a Catalog, a ClusterCatalog, an input or a Bundle: the name of a policy ConfigMap (same
+format, labelled :data:`LABEL_POLICY`) that its images must also pass."""
+LABEL_POLICY = "pivoter.io/verification-policy"
 KEYS = frozenset({"mode", "policy.json", "keys", "roots", "subject", "issuer"})
 MAX_ENTRIES = 64
 """Keys or certificate files one Secret may hold for the policy."""
@@ -66,13 +87,35 @@ class VerificationPolicyProvider:
     """pivoter's namespace: where the ConfigMap and the Secrets it names live."""
 
     def policy(self) -> VerificationPolicy | None:
-        """The policy as it is now; None: no ConfigMap (nothing verified). Raises
+        """The cluster's policy as it is now; None: no ConfigMap (nothing verified). Raises
         :class:`VerificationPolicyError` for one that cannot be used."""
         try:
             config_map = self.kube.get(CONFIG_MAPS, CONFIG_MAP, self.namespace)
         except NotFound:
             return None
         return policy_from_config_map(config_map, self._secret)
+
+    def named(self, name: str, where: str) -> VerificationPolicy | None:
+        """The policy a catalog or an input names (``where``: which object and annotation);
+        the ConfigMap must be labelled :data:`LABEL_POLICY` ``=true`` (no other ConfigMap of
+        pivoter's namespace can be named). None under mode ``off``."""
+        at = f"{where}: ConfigMap {self.namespace}/{name}"
+        try:
+            config_map = self.kube.get(CONFIG_MAPS, name, self.namespace)
+        except NotFound:
+            raise VerificationPolicyError(f"{at} not found") from None
+        labels = (config_map.get("metadata") or {}).get("labels") or {}
+        if labels.get(LABEL_POLICY) != "true":
+            raise VerificationPolicyError(
+                f"{at} is not a verification policy (it lacks the label {LABEL_POLICY}=true)"
+            )
+        return policy_from_config_map(config_map, self._secret)
+
+    def policies(self, *named: tuple[str, str]) -> tuple[VerificationPolicy, ...]:
+        """The cluster's policy and each ``(name, where)`` named one (empty names skipped), as
+        they are now: every one of them must accept an image."""
+        found = [self.policy(), *(self.named(name, where) for name, where in named if name)]
+        return tuple(p for p in found if p is not None)
 
     def _secret(self, name: str, where: str) -> Mapping[str, bytes]:
         try:
@@ -157,3 +200,11 @@ def _entries(
     if len(chosen) > MAX_ENTRIES:
         raise VerificationPolicyError(f"{where}: more than {MAX_ENTRIES} entries")
     return chosen
+
+
+def named_policy(obj: Mapping[str, Any], kind: str) -> tuple[str, str]:
+    """``(name, where)`` of the policy ``obj`` (of ``kind``) names in :data:`ANNOTATION`
+    (``("", ...)`` when none), for :meth:`VerificationPolicyProvider.policies`."""
+    meta = obj.get("metadata") or {}
+    name = str((meta.get("annotations") or {}).get(ANNOTATION) or "").strip()
+    return name, f"{kind} {meta.get('name', '')} annotation {ANNOTATION}"

@@ -71,15 +71,16 @@ class RevisionStore:
         namespace: str,
         metrics: RevisionMetrics | None = None,
         *,
-        prepare: Callable[[ResolveSet], ResolveSet] | None = None,
+        prepare: Callable[[ResolveSet, Mapping[str, Any] | None], ResolveSet] | None = None,
     ) -> None:
         self.kube = kube
         self.namespace = namespace
         self.metrics = metrics
         self.prepare = prepare
-        """Called once for each new revision, before it is written (never for a selection the
-        latest revision already has): the daemon pins and verifies the images there
-        (:mod:`pivoter.inputs.pinning`). It must keep the selection hash."""
+        """Called once for each new revision with its document and the input (the ``owner`` of
+        :meth:`write`), before it is written (never for a selection the latest revision already
+        has): the daemon pins and verifies the images there (:mod:`pivoter.inputs.pinning`). It
+        must keep the selection hash."""
 
     # ------------------------------------------------------------------ reading
 
@@ -135,7 +136,7 @@ class RevisionStore:
                 return latest
             number = max(after, latest.number if latest else 0) + 1
             if self.prepare is not None and not prepared:
-                document = self.prepare(resolveset)
+                document = self.prepare(resolveset, owner)
                 if document.selection_hash != resolveset.selection_hash:
                     raise ValueError("prepare changed the selection of the ResolveSet")
                 resolveset, prepared = document, True

@@ -7,7 +7,8 @@ that need it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from pivoter.resolvesets.metrics import RevisionMetrics
 from pivoter.resolvesets.revisions import RevisionStore
@@ -21,7 +22,7 @@ def setup(
     manager: Manager,
     *,
     namespace: str,
-    prepare: Callable[[ResolveSet], ResolveSet] | None = None,
+    prepare: Callable[[ResolveSet, Mapping[str, Any] | None], ResolveSet] | None = None,
 ) -> RevisionStore:
     """The revision store in the daemon's ``namespace``, on ``manager``'s API client;
     ``prepare``: what each new revision's document goes through before it is written."""

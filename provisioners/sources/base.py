@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from provisioners.unpack import UnpackLimits
 
 if TYPE_CHECKING:
-    from provisioners.verification import SignatureRefused, SignatureVerified
+    from provisioners.verification import Verdict
 
 SpecT_contra = TypeVar("SpecT_contra", contravariant=True)
 
@@ -32,10 +32,10 @@ class FetchResult:
     """Things the user should know but that did not fail the fetch (e.g. a mutable tag)."""
     served_by: str = ""
     """The mirror that served the content (``host/repository@digest``); empty: the source."""
-    verification: SignatureVerified | SignatureRefused | None = None
-    """An image's signature check (:mod:`provisioners.verification`): accepted (the digest and
-    who signed it), refused under mode ``warn`` (it was unpacked anyway), None: not checked
-    (mode ``off``, or not an image)."""
+    verification: tuple[Verdict, ...] = ()
+    """An image's signature checks (:mod:`provisioners.verification`), one per policy: accepted
+    (the digest and who signed it), or refused under mode ``warn`` (it was unpacked anyway);
+    empty: not checked (no policy, mode ``off``, or not an image)."""
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from provisioners.registries.pull import RegistryAccess, open_image
 from provisioners.registries.reference import parse_reference
 from provisioners.sources.base import FetchOptions, FetchResult
 from provisioners.unpack import Compression, Unpacker
-from provisioners.verification import SignatureRefused, VerificationPolicy, enforce, verify_opened
+from provisioners.verification import SignatureRefused, VerificationPolicy, verify_all
 
 _LAYER_COMPRESSION = {
     "application/vnd.oci.image.layer.v1.tar": Compression.NONE,
@@ -59,10 +59,10 @@ class ImageSpec:
     """None: plain http for loopback registries without a CA, https otherwise."""
     platform: str = "linux/amd64"
     """Which entry of an image index to pull (the only entry is taken when none matches)."""
-    verification: VerificationPolicy | None = None
-    """The signatures the image must carry (:mod:`provisioners.verification`), checked against
-    the manifest digest the pull then unpacks, before any layer is fetched. None: none (as mode
-    ``off``)."""
+    verification: tuple[VerificationPolicy, ...] = ()
+    """The policies whose signatures the image must carry (:mod:`provisioners.verification`;
+    each must accept it), checked against the manifest digest the pull then unpacks, before any
+    layer is fetched. Empty: none (as mode ``off``)."""
 
 
 def _select(index: ImageManifest, platform: str, ref: str) -> dict[str, Any]:
@@ -118,11 +118,9 @@ class ImageSource:
             plain_http=spec.plain_http,
         )
         client, top = opened.client, opened.top
-        verification = None
-        if spec.verification is not None:
-            # The digest verified is the one unpacked below (never the tag resolved again).
-            verification = verify_opened(reference, opened, spec.verification)
-            enforce(verification, spec.verification)  # mode enforce: nothing is fetched
+        # The digest verified is the one unpacked below (never the tag resolved again); a
+        # refusal under mode enforce raises here, before any layer is fetched.
+        verification = verify_all(reference, opened, spec.verification)
         manifest = top
         if top.media_type in INDEX_TYPES:
             digest, _, _ = _descriptor(_select(top, spec.platform, str(reference)), "index entry")
@@ -162,8 +160,9 @@ class ImageSource:
                 blob.unlink()
         unpacker.finish()
         warnings = []
-        if isinstance(verification, SignatureRefused):  # mode warn: unpacked, and said so
-            warnings.append(f"not verified (mode warn): {verification.message}")
+        for verdict in verification:
+            if isinstance(verdict, SignatureRefused):  # mode warn: unpacked, and said so
+                warnings.append(f"not verified (mode warn): {verdict.message}")
         if reference.digest is None:
             warnings.append(
                 f"image {spec.ref} is referenced by tag; the content behind a tag can change. "

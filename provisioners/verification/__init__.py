@@ -25,7 +25,9 @@ from provisioners.verification.cosign import (
     SignatureRefused,
     SignatureVerified,
     SignedBy,
+    Verdict,
     enforce,
+    verify_all,
     verify_image,
     verify_opened,
 )
@@ -61,6 +63,7 @@ __all__ = [
     "SignedBy",
     "TrustedIdentity",
     "TrustedKey",
+    "Verdict",
     "VerificationLimits",
     "VerificationMode",
     "VerificationPolicy",
@@ -68,6 +71,7 @@ __all__ = [
     "enforce",
     "load_certificates",
     "read_policy_json",
+    "verify_all",
     "verify_image",
     "verify_opened",
 ]

@@ -31,6 +31,7 @@ pull decides by the policy's mode: :func:`enforce` raises :class:`ImageNotVerifi
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cryptography.exceptions import InvalidSignature
@@ -61,8 +62,10 @@ __all__ = [
     "SignatureRefused",
     "SignatureVerified",
     "SignedBy",
+    "Verdict",
     "enforce",
     "signature_valid",
+    "verify_all",
     "verify_image",
     "verify_opened",
 ]
@@ -172,6 +175,32 @@ def verify_opened(
         return None
     store = RegistrySignatureStore(opened.client, opened.place.reference)
     return verify_image(image, opened.top.digest, store, policy, now=now, limits=limits)
+
+
+Verdict = SignatureVerified | SignatureRefused
+"""What one policy said of one image."""
+
+
+def verify_all(
+    image: ImageReference,
+    opened: Opened,
+    policies: Sequence[VerificationPolicy],
+    *,
+    now: dt.datetime | None = None,
+    limits: VerificationLimits = DEFAULT_LIMITS,
+) -> tuple[Verdict, ...]:
+    """Every policy's verdict on the manifest ``opened`` served (policies in mode ``off`` make
+    no request and give none). Levels combine: each policy must accept the image, so a catalog
+    or an input can ask for more than the cluster's policy, never for less. Raises
+    :class:`ImageNotVerifiedError` at the first refusal by a policy in mode ``enforce``."""
+    verdicts: list[Verdict] = []
+    for policy in policies:
+        verdict = verify_opened(image, opened, policy, now=now, limits=limits)
+        if verdict is None:
+            continue
+        enforce(verdict, policy)
+        verdicts.append(verdict)
+    return tuple(verdicts)
 
 
 def verify_image(

@@ -108,13 +108,23 @@ class Env:
         expected = len(self.publisher.packages)
         wait_for(lambda: server.packages() == expected, timeout=15, what="the catalog reload")
 
-    def resolution(self, packages: list[dict[str, Any]], **spec: Any) -> str:
-        """Create a Resolution; return its name."""
+    def resolution(
+        self,
+        packages: list[dict[str, Any]],
+        *,
+        annotations: dict[str, str] | None = None,
+        **spec: Any,
+    ) -> str:
+        """Create a Resolution (with ``annotations``); return its name."""
         name = unique_name("res")
         body = {
             "apiVersion": "pivoter.io/v1alpha1",
             "kind": "Resolution",
-            "metadata": {"name": name, "labels": session_labels()},
+            "metadata": {
+                "name": name,
+                "labels": session_labels(),
+                **({"annotations": annotations} if annotations else {}),
+            },
             "spec": {"packages": packages, "progressDeadlineSeconds": 60, **spec},
         }
         self.kube.create(RESOLUTIONS, body)

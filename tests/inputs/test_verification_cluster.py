@@ -14,7 +14,9 @@ keys in a Secret (docs/verification.md), read at every pull:
   key is removed, what only it signed stops verifying on the next pull;
 - ``warn`` installs an unsigned bundle and says so (``Verified=False`` and a Warning Event);
   ``off`` verifies nothing and writes no ``Verified`` condition;
-- a catalog image is held to the same policy: unsigned, its Catalog says why and serves nothing.
+- a catalog image is held to the same policy: unsigned, its Catalog says why and serves nothing;
+- levels combine: an input or a catalog naming a stricter policy (a labelled ConfigMap) has its
+  images held to it too, the others are not; an unlabelled ConfigMap cannot be named.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from pivoter.apis.resources import BUNDLES, CATALOGS, CONFIG_MAPS, SECRETS
 from pivoter.cli.main import main
 from pivoter.controllers.bundle import TYPE_VERIFIED
 from pivoter.kube import NotFound
-from pivoter.registries.verification import CONFIG_MAP
+from pivoter.registries.verification import ANNOTATION, CONFIG_MAP, LABEL_POLICY
 from pivoter.resolvesets import InputRef
 from provisioners.verification import TrustedKey
 from tests.cluster import TestCluster, session_labels, unique_name
@@ -316,3 +318,61 @@ def test_an_unsigned_catalog_image_is_refused_and_a_signed_one_served(
         what="the signed catalog served",
         resource=CATALOGS,
     )
+
+
+def test_an_input_or_a_catalog_can_ask_for_more_never_less(
+    env: Env, cosign: Cosign, keys: dict[str, tuple[Path, Path]]
+) -> None:
+    # No cluster policy here: only what an input or a catalog names applies, on top of it.
+    ns = env.namespace
+    trust(env, keys["release"][1])
+    strict = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "strict"}}
+    strict["data"] = {"mode": "enforce", "keys": KEYS_SECRET}
+    strict["metadata"]["labels"] = {LABEL_POLICY: "true"}  # type: ignore[index]
+    put(env, CONFIG_MAPS, strict)
+    put(env, CONFIG_MAPS, {**strict, "metadata": {"name": "unlabelled"}})
+    add_signed(env, cosign, "minio", Version("1.0.0", config_map("minio", ns, v="1")), None)
+    add_signed(env, cosign, "nats", Version("1.0.0", config_map("nats", ns, v="1")), None)
+    add_signed(env, cosign, "etcd", Version("1.0.0", config_map("etcd", ns, v="1")), None)
+    env.publish()
+    catalog = env.catalog()
+
+    def annotated(packages: list[dict[str, Any]], policy: str = "") -> str:
+        return env.resolution(packages, annotations={ANNOTATION: policy} if policy else None)
+
+    # The input that names the strict policy is refused; the one that names none installs.
+    refused = annotated([{"name": "minio"}], "strict")
+    plain = annotated([{"name": "nats"}])
+    env.wait(plain, installed(env, "1.0.0"), what="nats installed (no policy applies)")
+    obj = env.wait(
+        refused,
+        says(f"is not verified by ConfigMap {ns}/strict", "no signature found"),
+        what="minio refused by the input's policy",
+    )
+    assert condition(obj, "Resolved")["reason"] == "NotVerified"
+    assert env.config_map_data("minio") is None
+    # Only a ConfigMap labelled as a policy can be named.
+    wrong = annotated([{"name": "etcd"}], "unlabelled")
+    env.wait(
+        wrong,
+        says(f"ConfigMap {ns}/unlabelled is not a verification policy", LABEL_POLICY),
+        what="the unlabelled ConfigMap refused as a policy",
+    )
+    assert env.config_map_data("etcd") is None
+    # A catalog that names the strict policy holds every input's new revisions to it.
+    env.kube.merge_patch(CATALOGS, catalog, {"metadata": {"annotations": {ANNOTATION: "strict"}}})
+    add_signed(
+        env,
+        cosign,
+        "nats",
+        Version("1.1.0", config_map("nats", ns, v="2"), replaces="1.0.0"),
+        None,
+    )
+    env.publish()
+    obj = env.wait(
+        plain,
+        says(f"is not verified by ConfigMap {ns}/strict"),
+        what="nats 1.1.0 refused by the catalog's policy",
+    )
+    assert condition(obj, "Resolved")["reason"] == "NotVerified"
+    assert env.config_map_data("nats") == {"v": "1"}

@@ -38,6 +38,7 @@ from provisioners.verification import (
     TrustedKey,
     VerificationMode,
     VerificationPolicy,
+    verify_all,
     verify_opened,
 )
 from tests.provisioners.oci import OCI_MANIFEST, Pusher, plain_bundle
@@ -286,7 +287,7 @@ def test_the_pull_refuses_before_any_layer_under_enforce_and_reports_under_warn(
     dest = tmp_path / "enforce"
     dest.mkdir()
     with pytest.raises(ImageNotVerifiedError) as refused:
-        ImageSource().fetch(ImageSpec(image, verification=enforcing), dest, FetchOptions())
+        ImageSource().fetch(ImageSpec(image, verification=(enforcing,)), dest, FetchOptions())
     assert refused.value.refusal.digest == pushed
     assert "no signature found" in str(refused.value)
     assert list(dest.iterdir()) == []  # nothing unpacked
@@ -294,14 +295,41 @@ def test_the_pull_refuses_before_any_layer_under_enforce_and_reports_under_warn(
     warning = dataclasses.replace(enforcing, mode=VerificationMode.WARN)
     dest = tmp_path / "warn"
     dest.mkdir()
-    fetched = ImageSource().fetch(ImageSpec(image, verification=warning), dest, FetchOptions())
-    assert isinstance(fetched.verification, SignatureRefused)
+    fetched = ImageSource().fetch(ImageSpec(image, verification=(warning,)), dest, FetchOptions())
+    (verdict,) = fetched.verification
+    assert isinstance(verdict, SignatureRefused)
     assert any(w.startswith("not verified (mode warn): ") for w in fetched.warnings)
     assert list(dest.iterdir())  # unpacked anyway
 
     cosign.sign(f"{registry.host}/pull/app@{pushed}", keys["release"][0])
     dest = tmp_path / "signed"
     dest.mkdir()
-    fetched = ImageSource().fetch(ImageSpec(image, verification=enforcing), dest, FetchOptions())
-    assert isinstance(fetched.verification, SignatureVerified)
-    assert fetched.verification.digest == pushed == fetched.revision
+    fetched = ImageSource().fetch(ImageSpec(image, verification=(enforcing,)), dest, FetchOptions())
+    (verdict,) = fetched.verification
+    assert isinstance(verdict, SignatureVerified)
+    assert verdict.digest == pushed == fetched.revision
+
+
+def test_levels_combine_every_policy_must_accept(
+    registry: Registry, cosign: Cosign, keys: dict[str, tuple[Path, Path]]
+) -> None:
+    """A catalog's or an input's policy adds to the cluster's, never replaces it."""
+    pushed = push(registry, "levels/app", "v1", "levels")
+    cosign.sign(f"{registry.host}/levels/app@{pushed}", keys["release"][0])
+    image = parse_reference(f"{registry.host}/levels/app:v1")
+    opened = open_image(image, RegistryAccess(), tls=TlsOptions(), timeout=10, deadline=60)
+    cluster = key_policy(keys["release"][1])
+    stricter = VerificationPolicy.keyed(
+        VerificationMode.ENFORCE,
+        keys=[TrustedKey.from_pem(keys["other"][1].read_bytes(), name="other.pub")],
+        name="the input's policy",
+    )
+    with pytest.raises(ImageNotVerifiedError) as refused:
+        verify_all(image, opened, (cluster, stricter))
+    assert "the input's policy" in str(refused.value)
+    warned = dataclasses.replace(stricter, mode=VerificationMode.WARN)
+    accepted, not_verified = verify_all(image, opened, (cluster, warned))
+    assert isinstance(accepted, SignatureVerified)
+    assert isinstance(not_verified, SignatureRefused)
+    off = dataclasses.replace(stricter, mode=VerificationMode.OFF)
+    assert len(verify_all(image, opened, (cluster, off))) == 1
