@@ -254,6 +254,11 @@ def resolution_crd() -> Schema:
             "bundle": string("Bundle name."),
             "channel": string("Channel."),
             "catalog": string("Catalog it came from."),
+            "digest": string(
+                "The image's manifest digest, where a verification policy checked its "
+                "signatures (the bundle is installed by it)."
+            ),
+            "signedBy": string("Who signed that digest, or why it was not verified (warn)."),
         },
     )
     status = obj(

@@ -378,6 +378,8 @@ class InputEngine:
         except ProvisionerError as exc:
             self._not_pinned(p, document, exc)
             return None
+        # As stored: with the digests and signers the store's preparation pinned.
+        document = self._read(revision) or document
         if active is not None and record.active is not None and revision.number != record.active:
             # The active revision was intact when this pass read it. A new revision of the same
             # input is written only for a new selection or when the latest one was changed in

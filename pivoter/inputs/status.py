@@ -215,7 +215,7 @@ def resolution_status(obj: Mapping[str, Any], out: Outcome, generation: int) -> 
             {
                 k: v
                 for k, v in e.to_dict().items()
-                if k in ("package", "version", "bundle", "channel", "catalog")
+                if k in ("package", "version", "bundle", "channel", "catalog", "digest", "signedBy")
             }
             for e in sorted(selection.entries, key=lambda e: e.package)
         ]

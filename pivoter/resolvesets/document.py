@@ -10,6 +10,7 @@ as modified. Pure functions; used by :mod:`pivoter.resolvesets.revisions`.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -78,7 +79,14 @@ class Revision:
 
     def resolveset(self) -> ResolveSet:
         """The ResolveSet document; raises ResolveSetError when it cannot be read."""
-        return loads(self.document)
+        return _parsed(self.document)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(text: str) -> ResolveSet:
+    """A stored document, parsed once: revisions are immutable and every pass of an input reads
+    its active one (a ResolveSet is frozen, so one copy serves every reader)."""
+    return loads(text)
 
 
 def selector(ref: InputRef) -> str:

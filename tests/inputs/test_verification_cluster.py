@@ -153,7 +153,10 @@ def test_enforce_installs_what_is_signed_and_refuses_the_rest_and_keys_rotate(
     env.publish()
     env.catalog()
     name = env.resolution([{"name": "vault"}])
-    env.wait(name, installed(env, "1.0.0"), what="vault 1.0.0 installed", timeout=120)
+    obj = env.wait(name, installed(env, "1.0.0"), what="vault 1.0.0 installed", timeout=120)
+    (selected,) = obj["status"]["selection"]
+    assert selected["digest"] == signed
+    assert fingerprint(release[1]) in selected["signedBy"]
     # The revision records the digest and who signed it; the child installs it by digest.
     (entry,) = env.store.get(InputRef("Resolution", name), 1).resolveset().entries
     assert entry.digest == signed
