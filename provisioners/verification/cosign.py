@@ -215,7 +215,7 @@ def verify_image(
     """Verify the manifest ``digest`` of ``image`` with the signatures ``store`` holds."""
     now = now or dt.datetime.now(dt.UTC)
     scope, requirements = policy.requirements_for(image)
-    scope_text = f"scope {scope!r}" if scope is not None else "default"
+    scope_text = "default" if scope is None else f"scope {scope!r}" if scope else "every image"
     name = f"{image.registry}/{image.repository}" + (f":{image.tag}" if image.tag else "")
 
     def refused(*reasons: str, retryable: bool = False) -> SignatureRefused:

@@ -142,7 +142,7 @@ def test_an_unsigned_image_is_refused_naming_image_policy_and_where_it_looked(
     hexed = pulled.replace(":", "-")
     assert result.message == (
         f"registry.example.com/team/bundle:v1@{pulled} is not verified by policy test "
-        f"(scope ''): no signature found (looked at tag {hexed}.sig and the referrers of "
+        f"(every image): no signature found (looked at tag {hexed}.sig and the referrers of "
         f"{pulled} and tag {hexed} (the referrers tag schema))"
     )
     assert not result.retryable

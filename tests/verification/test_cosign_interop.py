@@ -103,8 +103,8 @@ def test_an_unsigned_image_is_refused(
     result = verify(registry, "unsigned/app:v1", key_policy(keys["release"][1]))
     assert isinstance(result, SignatureRefused)
     assert result.message.startswith(
-        f"{registry.host}/unsigned/app:v1@{pushed} is not verified by interop policy (scope ''): "
-        "no signature found"
+        f"{registry.host}/unsigned/app:v1@{pushed} is not verified by interop policy "
+        "(every image): no signature found"
     )
 
 
