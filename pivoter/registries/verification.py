@@ -12,13 +12,14 @@ pull. No ConfigMap: nothing is verified (mode ``off``, as before verification ex
   ``warn`` (install it, and say so in status and an Event) or ``off``. Required.
 - Then either ``policy.json``: a containers-policy.json(5) (:mod:`provisioners.verification.
   policyjson`; ``keyPath``/``caPath`` name files in the daemon's container, ``keyData`` inline),
-  so a cluster that has one keeps it; or the short form: ``keys``, the name of a Secret in
-  pivoter's namespace whose entries ending in ``.pub`` are trusted public keys (what ``cosign
-  generate-key-pair`` writes as ``cosign.pub``), and/or ``roots`` (a Secret whose entries ending
-  in ``.crt`` or ``.pem`` are root certificates) with ``subject`` and optionally ``issuer``
-  (regular expressions the signing certificate's subject alternative name and OIDC issuer must
-  match wholly: the shape of keyless signing, verified offline). In the short form every image
-  must be signed by one of them.
+  so a cluster that has one keeps it, or ``policyPath``: the path of such a file in the daemon's
+  container (a node's ``/etc/containers/policy.json`` mounted there), read at every pull; or
+  the short form: ``keys``, the name of a Secret in pivoter's namespace whose entries ending in
+  ``.pub`` are trusted public keys (what ``cosign generate-key-pair`` writes as ``cosign.pub``),
+  and/or ``roots`` (a Secret whose entries ending in ``.crt`` or ``.pem`` are root certificates)
+  with ``subject`` and optionally ``issuer`` (regular expressions the signing certificate's
+  subject alternative name and OIDC issuer must match wholly: the shape of keyless signing,
+  verified offline). In the short form every image must be signed by one of them.
 
 Three levels, combined: the cluster's ConfigMap; a catalog's (annotation :data:`ANNOTATION` on a
 Catalog or ClusterCatalog), for its own image and the bundle images it offers; an input's (the
@@ -54,6 +55,8 @@ from provisioners.verification import (
     load_certificates,
     read_policy_json,
 )
+from provisioners.verification.policyjson import MAX_POLICY_JSON_BYTES
+from resolver import safefiles
 
 __all__ = [
     "ANNOTATION",
@@ -70,7 +73,7 @@ ANNOTATION = "pivoter.io/verification"
 """On a Catalog, a ClusterCatalog, an input or a Bundle: the name of a policy ConfigMap (same
 format, labelled :data:`LABEL_POLICY`) that its images must also pass."""
 LABEL_POLICY = "pivoter.io/verification-policy"
-KEYS = frozenset({"mode", "policy.json", "keys", "roots", "subject", "issuer"})
+KEYS = frozenset({"mode", "policy.json", "policyPath", "keys", "roots", "subject", "issuer"})
 MAX_ENTRIES = 64
 """Keys or certificate files one Secret may hold for the policy."""
 
@@ -153,9 +156,17 @@ def policy_from_config_map(
     mode = VerificationMode.parse(data["mode"].strip(), where=f"{where}: mode")
     if mode is VerificationMode.OFF:
         return None
-    if "policy.json" in data:
-        if (KEYS - {"mode", "policy.json"}) & set(data):
-            raise VerificationPolicyError(f"{where}: policy.json and the short form are exclusive")
+    given = [k for k in ("policy.json", "policyPath") if k in data]
+    if given:
+        if len(given) > 1 or (KEYS - {"mode", given[0]}) & set(data):
+            raise VerificationPolicyError(
+                f"{where}: {given[0]} and {(sorted(set(data) - {'mode', given[0]}))[0]} are "
+                "exclusive (one policy.json, or the short form)"
+            )
+        if given[0] == "policyPath":
+            path = data["policyPath"].strip()
+            text = _policy_file(path, f"{where}: policyPath")
+            return read_policy_json(text, name=f"{where}, policyPath {path}", mode=mode)
         return read_policy_json(data["policy.json"], name=f"{where}, key policy.json", mode=mode)
     keys: list[TrustedKey] = []
     if data.get("keys"):
@@ -208,3 +219,14 @@ def named_policy(obj: Mapping[str, Any], kind: str) -> tuple[str, str]:
     meta = obj.get("metadata") or {}
     name = str((meta.get("annotations") or {}).get(ANNOTATION) or "").strip()
     return name, f"{kind} {meta.get('name', '')} annotation {ANNOTATION}"
+
+
+def _policy_file(path: str, where: str) -> bytes:
+    """A policy.json on the daemon's file system (a node's ``/etc/containers/policy.json``
+    mounted into its container), read at every pull as every untrusted file is."""
+    if not path.startswith("/"):
+        raise VerificationPolicyError(f"{where}: {path!r} is not an absolute path")
+    try:
+        return safefiles.read_bytes("/", path, max_bytes=MAX_POLICY_JSON_BYTES, what="policy.json")
+    except (OSError, ValueError) as exc:
+        raise VerificationPolicyError(f"{where}: cannot read {path}: {exc}") from None

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -95,6 +96,23 @@ def test_policy_json_is_read_inline() -> None:
     )
 
 
+def test_a_policy_json_file_is_read_at_every_pull(tmp_path: Path) -> None:
+    path = tmp_path / "policy.json"
+    path.write_text(json.dumps({"default": [{"type": "insecureAcceptAnything"}]}))
+    data = config_map(mode="warn", policyPath=str(path))
+    policy = policy_from_config_map(data, read_secret)
+    assert policy is not None
+    assert policy.requirements_for(parse_reference("quay.io/a:1"))[1][0].kind is (
+        RequirementKind.ACCEPT_ANYTHING
+    )
+    path.write_text(json.dumps({"default": [{"type": "reject"}]}))  # changed on the node
+    policy = policy_from_config_map(data, read_secret)
+    assert policy is not None
+    assert policy.requirements_for(parse_reference("quay.io/a:1"))[1][0].kind is (
+        RequirementKind.REJECT
+    )
+
+
 @pytest.mark.parametrize(
     ("data", "message"),
     [
@@ -108,9 +126,15 @@ def test_policy_json_is_read_inline() -> None:
         ({"mode": "enforce", "roots": "ca", "subject": "("}, "does not compile"),
         (
             {"mode": "enforce", "keys": "keys", "policy.json": "{}"},
-            "policy.json and the short form are exclusive",
+            "policy.json and keys are exclusive",
         ),
         ({"mode": "warn", "policy.json": "{"}, "policy.json"),
+        ({"mode": "enforce", "policyPath": "etc/policy.json"}, "is not an absolute path"),
+        ({"mode": "enforce", "policyPath": "/nonexistent/policy.json"}, "cannot read"),
+        (
+            {"mode": "enforce", "policyPath": "/x", "policy.json": "{}"},
+            "policy.json and policyPath are exclusive",
+        ),
     ],
 )
 def test_what_cannot_be_used_is_refused_naming_the_field(
