@@ -5,8 +5,8 @@ Before an install (``--pre``): the API server's version, every right the user ne
 objects (catalogd's mutating webhook on ClusterCatalogs refuses every one while catalogd is
 down, docs/olm-v1.md). After: the CRDs established, the Deployment rolled out at the CLI's
 version (a skew is a warning), the webhook certificate made, a leader holding a fresh Lease, the
-admission webhook answering (a server-side dry run that only the webhook refuses), and every
-catalog served.
+admission webhook answering (a server-side dry run that only the webhook refuses), every
+catalog served, and the verification policy usable (or off).
 
 Each finding is typed (``ok``, ``warning``, ``failed``) and carries a message a person can act on.
 """
@@ -25,9 +25,11 @@ from pivoter.install.installer import DEPLOYMENTS, JOBS, installed_version
 from pivoter.install.manifests import LABEL_VERSION, Manifests
 from pivoter.install.rights import SELF_REVIEWS, missing_rights
 from pivoter.kube import Forbidden, Kube, KubeError, NotFound, Resource, Unavailable
+from pivoter.registries.verification import CONFIG_MAP, VerificationPolicyProvider
 from pivoter.webhook.registration import NAME as WEBHOOK_CONFIGURATION
+from provisioners.verification import VerificationPolicyError
 
-__all__ = ["MINIMUM_KUBERNETES", "CheckFinding", "after_install", "before_install"]
+__all__ = ["MINIMUM_KUBERNETES", "CheckFinding", "after_install", "before_install", "verification"]
 
 MINIMUM_KUBERNETES = (1, 29)
 """The oldest Kubernetes pivoter's CRDs and webhook are meant for (tested on 1.36)."""
@@ -373,4 +375,26 @@ def after_install(kube: Kube, manifests: Manifests, cli_version: str) -> list[Ch
         return findings
     findings += [_certificate(kube, manifests), _leader(kube, manifests), _webhook(kube)]
     findings += _catalogs(kube)
+    namespace = next(
+        (o["metadata"]["namespace"] for o in manifests.components if o.get("kind") == "Deployment"),
+        "",
+    )
+    findings.append(verification(kube, namespace))
     return findings
+
+
+def verification(kube: Kube, namespace: str) -> CheckFinding:
+    """The cluster's verification policy in pivoter's ``namespace`` (docs/verification.md): off,
+    or in force and usable. A policy that cannot be used fails every pull, so it fails the check
+    too."""
+    try:
+        policy = VerificationPolicyProvider(kube, namespace).policy()
+    except VerificationPolicyError as exc:
+        return CheckFinding("verification", "failed", f"every pull fails: {exc}")
+    except Forbidden as exc:
+        return CheckFinding("verification", "warning", f"cannot read the policy: {exc}")
+    if policy is None:
+        return CheckFinding(
+            "verification", "ok", f"off: no ConfigMap {namespace}/{CONFIG_MAP} (nothing verified)"
+        )
+    return CheckFinding("verification", "ok", f"{policy.mode.value}: {policy.name}")

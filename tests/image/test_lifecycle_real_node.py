@@ -718,3 +718,4 @@ def test_installing_again_takes_over_what_runs(
     statuses = {f["check"]: f["status"] for f in json.loads(check.stdout)}
     assert statuses["webhook"] == "ok", check.stdout
     assert statuses["leader"] == "ok", check.stdout
+    assert statuses["verification"] == "ok", check.stdout  # off: no policy here
