@@ -16,7 +16,8 @@ keys in a Secret (docs/verification.md), read at every pull:
   ``off`` verifies nothing and writes no ``Verified`` condition;
 - a catalog image is held to the same policy: unsigned, its Catalog says why and serves nothing;
 - levels combine: an input or a catalog naming a stricter policy (a labelled ConfigMap) has its
-  images held to it too, the others are not; an unlabelled ConfigMap cannot be named.
+  images held to it too, the others are not; an unlabelled ConfigMap cannot be named; a
+  BundleDeployment names one on its template and its Bundle is held to it when pulled.
 """
 
 from __future__ import annotations
@@ -30,14 +31,15 @@ from typing import Any
 
 import pytest
 
-from pivoter.apis.resources import BUNDLES, CATALOGS, CONFIG_MAPS, SECRETS
+from pivoter.apis.resources import BUNDLE_DEPLOYMENTS, BUNDLES, CATALOGS, CONFIG_MAPS, SECRETS
 from pivoter.cli.main import main
 from pivoter.controllers.bundle import TYPE_VERIFIED
 from pivoter.kube import NotFound
 from pivoter.registries.verification import ANNOTATION, CONFIG_MAP, LABEL_POLICY
 from pivoter.resolvesets import InputRef
+from provisioners.apply.objects import LABEL_OWNER_NAME
 from provisioners.verification import TrustedKey
-from tests.cluster import TestCluster, session_labels, unique_name
+from tests.cluster import TestCluster, session_labels, unique_name, wait_for
 from tests.inputs.conftest import Env, condition, is_
 from tests.inputs.helpers import Version, config_map
 from tests.verification.cosigntool import Cosign
@@ -379,3 +381,39 @@ def test_an_input_or_a_catalog_can_ask_for_more_never_less(
     )
     assert condition(obj, "Resolved")["reason"] == "NotVerified"
     assert env.config_map_data("nats") == {"v": "1"}
+
+    # A BundleDeployment (rukpak's own input) names a policy on its template: its Bundle is held
+    # to it when pulled.
+    deployment = unique_name("bd")
+    template = {
+        "metadata": {"annotations": {ANNOTATION: "strict"}},
+        "spec": {
+            "provisionerClassName": "core-rukpak-io-plain",
+            "source": {"type": "image", "image": {"ref": env.publisher.image("etcd", "1.0.0")}},
+        },
+    }
+    body = {
+        "apiVersion": "core.rukpak.io/v1alpha1",
+        "kind": "BundleDeployment",
+        "metadata": {"name": deployment, "labels": session_labels()},
+        "spec": {"provisionerClassName": "core-rukpak-io-plain", "template": template},
+    }
+    env.kube.create(BUNDLE_DEPLOYMENTS, body)
+    env.created.append((BUNDLE_DEPLOYMENTS, deployment))
+    bundle = wait_for(
+        lambda: next(
+            (
+                b
+                for b in env.kube.list(BUNDLES)[0]
+                if (b["metadata"].get("labels") or {}).get(LABEL_OWNER_NAME) == deployment
+                and condition(b, "Unpacked").get("status") == "False"
+            ),
+            None,
+        ),
+        timeout=60,
+        what="the BundleDeployment's Bundle refused by its policy",
+    )
+    unpacked = condition(bundle, "Unpacked")["message"]
+    assert f"is not verified by ConfigMap {ns}/strict" in unpacked, unpacked
+    assert condition(bundle, TYPE_VERIFIED)["reason"] == "NotVerified"
+    assert env.config_map_data("etcd") is None
