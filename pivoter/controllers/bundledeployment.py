@@ -31,6 +31,8 @@ step 4 is :mod:`pivoter.controllers.health`; deletion is :mod:`pivoter.controlle
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,6 +63,7 @@ from pivoter.controllers.uninstall import KeepOnDelete, KeptObjects, add_finaliz
 from pivoter.kube import EventRecorder, Kube, KubeError, NotFound, Object
 from pivoter.kube.identities import Identities
 from pivoter.runtime.controller import Result
+from pivoter.runtime.readcache import ReadYourWrites
 from provisioners.apply.objects import ObjectRef
 from provisioners.store import BundleStore
 
@@ -85,12 +88,19 @@ class BundleDeploymentReconciler:
     """How soon an unhealthy BundleDeployment is looked at again while some failing object is
     not yet in a synced shared cache (watched objects wake it up themselves when they change)."""
     full_check_interval_seconds: float = 600.0
-    """How often the installed objects are compared with the bundle even if no watch said they
-    changed (and webhook certificates renewed)."""
+    """How often the bundle is converted again (webhook certificates renewed) and the installed
+    objects compared with it even if no watch said they changed: as the shared caches hold them
+    (no request), and from the API where no cache holds them."""
     managed: ManagedObjects | None = None
     """Shared watches on the installed objects (set by the wiring); None: read the API."""
     keep_on_delete: KeepOnDelete = field(kw_only=True)
     """Whether a BundleDeployment being deleted keeps its objects (see :data:`KeepOnDelete`)."""
+    cached: ReadYourWrites | None = None
+    """The BundleDeployments from the shared informer, with this reconciler's own writes read
+    back (set by the wiring): a pass with nothing to do makes no request. None: read the API."""
+    generated: Callable[[str], list[Object]] | None = None
+    """The Bundles a BundleDeployment generated, from the shared informer (set by the wiring);
+    None: listed from the API."""
     _identities: Identities = field(init=False)
     _drift: DriftCorrection = field(init=False, default_factory=DriftCorrection)
 
@@ -99,9 +109,8 @@ class BundleDeploymentReconciler:
 
     def reconcile(self, name: str) -> Result | None:
         """Converge one BundleDeployment; say when to look again (None: when something changes)."""
-        try:
-            bd = self.kube.get(BUNDLE_DEPLOYMENTS, name)
-        except NotFound:
+        bd = self._read(name)
+        if bd is None:
             self._drift.forget(name)
             return None
         spec = bd.get("spec") or {}
@@ -118,7 +127,23 @@ class BundleDeploymentReconciler:
                 recorder=self.recorder,
             )
             return None
-        return self._install(add_finalizer(self.kube, bd))
+        return self._install(self._wrote(bd, add_finalizer(self.kube, bd)))
+
+    def _read(self, name: str) -> Object | None:
+        """The BundleDeployment, from the cache when the wiring gave one."""
+        if self.cached is not None:
+            return self.cached.get(name)
+        try:
+            return self.kube.get(BUNDLE_DEPLOYMENTS, name)
+        except NotFound:
+            return None
+
+    def _wrote(self, before: Object, after: Object) -> Object:
+        """``after`` (the answer to a write made on ``before``), remembered until the cache
+        has it."""
+        if self.cached is not None and after is not before:
+            self.cached.wrote(str(before["metadata"]["name"]), before, after)
+        return after
 
     def _observe_deletion(self, bd: Object) -> Object:
         """Say in ``status.observedGeneration`` that the deletion was seen (deleting a custom
@@ -132,7 +157,8 @@ class BundleDeploymentReconciler:
         patch = {"observedGeneration": generation}
         try:
             # The answer is the object as it is now: what the finalizer write below must match.
-            return self.kube.patch_status(BUNDLE_DEPLOYMENTS, bd["metadata"]["name"], patch)
+            written = self.kube.patch_status(BUNDLE_DEPLOYMENTS, bd["metadata"]["name"], patch)
+            return self._wrote(bd, written)
         except NotFound:
             return bd  # already gone: the finalizer write finds that too
 
@@ -140,7 +166,7 @@ class BundleDeploymentReconciler:
         """Steps 1 and 2 of the module docstring: the generated Bundle, until it is unpacked."""
         status: dict[str, Any] = dict(bd.get("status") or {})
         try:
-            bundle = desired_bundle(self.kube, bd)
+            bundle = desired_bundle(self.kube, bd, generated=self.generated)
         except KubeError as exc:
             self._write_status(bd, status, [not_generated(exc)])
             return Result(requeue=True)
@@ -170,7 +196,9 @@ class BundleDeploymentReconciler:
         healthy, failing = self._health(outcome)
         self._write_status(bd, status, [*found, healthy])
         if outcome.applied:
-            delete_other_bundles(self.kube, bd["metadata"]["name"], bundle_name)
+            delete_other_bundles(
+                self.kube, bd["metadata"]["name"], bundle_name, generated=self.generated
+            )
         if self.managed is not None:
             self.managed.track(outcome.refs)
         return self._next_look(outcome, failing)
@@ -198,6 +226,11 @@ class BundleDeploymentReconciler:
         api = self._identities.api_for((bd.get("spec") or {}).get("serviceAccount"))
         content = load_content(self.store, bd, bundle, api)
         if steady and not content.rotated:
+            if self._drift.unchanged(wanted, inventory, managed=self.managed, max_age=math.inf):
+                # The full check: every object is, in the shared caches, as it was when it was
+                # last found to match (an object no cache holds is compared from the API).
+                self._drift.renewed(wanted)
+                return InstallResult(refs=inventory, applied=False)
             return self._drift.correct(
                 api, bd, wanted, content, inventory=inventory, recorder=self.recorder
             )
@@ -261,7 +294,7 @@ class BundleDeploymentReconciler:
         new = {**status, "conditions": conditions, "observedGeneration": generation}
         if new == bd.get("status"):
             return  # nothing changed: no write, no watch event
-        self.kube.patch_status(BUNDLE_DEPLOYMENTS, bd["metadata"]["name"], new)
+        self._wrote(bd, self.kube.patch_status(BUNDLE_DEPLOYMENTS, bd["metadata"]["name"], new))
 
 
 def _steady(bd: Object, bundle_name: str) -> bool:

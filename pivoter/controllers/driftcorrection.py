@@ -116,6 +116,13 @@ class DriftCorrection:
                 return False
         return True
 
+    def renewed(self, wanted: Wanted) -> None:
+        """A full check found every object as the shared caches last showed it matching: it
+        counts as compared now (no object was read from the API)."""
+        verified = self._verified.get(wanted.name)
+        if verified is not None and verified.wanted == wanted:
+            self._verified[wanted.name] = _Verified(wanted, verified.versions, time.monotonic())
+
     def invalidate(self, name: str) -> None:
         """A change someone asked for is about to be applied: what matched before says nothing
         about the objects after it."""

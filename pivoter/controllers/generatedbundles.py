@@ -16,12 +16,12 @@ import contextlib
 import hashlib
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from pivoter.apis import rukpak
 from pivoter.apis.resources import BUNDLES
-from pivoter.kube import Kube, KubeError, NotFound, Object
+from pivoter.kube import Conflict, Kube, KubeError, NotFound, Object
 from provisioners.apply.objects import LABEL_OWNER_KIND, LABEL_OWNER_NAME
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "delete_other_bundles",
     "desired_bundle",
     "generated_bundle_name",
+    "generated_from",
     "template_hash",
 ]
 
@@ -53,13 +54,20 @@ def generated_bundle_name(bd_name: str, hash_: str) -> str:
     return f"{bd_name}-{hash_[: max(room, 6)]}"
 
 
-def desired_bundle(kube: Kube, bd: Mapping[str, Any]) -> Object:
+Generated = Callable[[str], list[Object]]
+"""The Bundles generated for a BundleDeployment (by name), as a cache holds them."""
+
+
+def desired_bundle(
+    kube: Kube, bd: Mapping[str, Any], *, generated: Generated | None = None
+) -> Object:
     """The Bundle ``bd``'s template wants: the generated one with its hash, created when missing.
+    ``generated``: where the Bundles generated so far are read (None: listed from the API).
     Raises :class:`KubeError` (429 ``TooManyBundles``) when the limit is reached."""
     name = bd["metadata"]["name"]
     template = (bd.get("spec") or {}).get("template") or {}
     hash_ = template_hash(template)
-    owned = _generated_by(kube, name)
+    owned = generated(name) if generated is not None else _generated_by(kube, name)
     for bundle in owned:
         if (bundle["metadata"].get("labels") or {}).get(rukpak.LABEL_TEMPLATE_HASH) == hash_[:63]:
             return bundle
@@ -70,14 +78,21 @@ def desired_bundle(kube: Kube, bd: Mapping[str, Any]) -> Object:
             f"reached the maximum generated Bundle limit ({MAX_GENERATED_BUNDLES}); "
             "earlier Bundles are deleted once a new one installs",
         )
-    created = kube.create(BUNDLES, _bundle_body(bd, template, hash_))
+    body = _bundle_body(bd, template, hash_)
+    try:
+        created = kube.create(BUNDLES, body)
+    except Conflict:
+        # Made by an earlier pass and not yet in the cache it read: that one is the Bundle.
+        return kube.get(BUNDLES, body["metadata"]["name"])
     log.info("bundledeployment %s: generated Bundle %s", name, created["metadata"]["name"])
     return created
 
 
-def delete_other_bundles(kube: Kube, bd_name: str, keep: str) -> None:
+def delete_other_bundles(
+    kube: Kube, bd_name: str, keep: str, *, generated: Generated | None = None
+) -> None:
     """Delete every Bundle generated for ``bd_name`` but ``keep`` (the one now installed)."""
-    for bundle in _generated_by(kube, bd_name):
+    for bundle in generated(bd_name) if generated is not None else _generated_by(kube, bd_name):
         other = bundle["metadata"]["name"]
         if other != keep:
             with contextlib.suppress(NotFound):
@@ -89,6 +104,20 @@ def _generated_by(kube: Kube, bd_name: str) -> list[Object]:
         BUNDLES, label_selector=f"{LABEL_OWNER_KIND}={KIND},{LABEL_OWNER_NAME}={bd_name}"
     )
     return owned
+
+
+def generated_from(bundles: Callable[[], Iterable[Object]]) -> Generated:
+    """A :data:`Generated` over ``bundles`` (an informer store's ``list``)."""
+
+    def generated(bd_name: str) -> list[Object]:
+        return [
+            b
+            for b in bundles()
+            if (labels := b["metadata"].get("labels") or {}).get(LABEL_OWNER_NAME) == bd_name
+            and labels.get(LABEL_OWNER_KIND) == KIND
+        ]
+
+    return generated
 
 
 def _bundle_body(bd: Mapping[str, Any], template: Mapping[str, Any], hash_: str) -> Object:

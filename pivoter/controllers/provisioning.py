@@ -14,10 +14,12 @@ from pathlib import Path
 from pivoter.apis.resources import BUNDLE_DEPLOYMENTS, BUNDLES
 from pivoter.controllers.bundle import BundleReconciler
 from pivoter.controllers.bundledeployment import BundleDeploymentReconciler, KeepOnDelete
+from pivoter.controllers.generatedbundles import generated_from
 from pivoter.controllers.managedobjects import ManagedObjects, owning_bundle_deployment
 from pivoter.kube import EventRecorder
 from pivoter.registries import RegistryAccessProvider
 from pivoter.runtime.manager import Manager
+from pivoter.runtime.readcache import ReadYourWrites
 from provisioners.store import BundleStore
 
 __all__ = ["setup"]
@@ -65,7 +67,11 @@ def setup(
     deployment_controller = manager.controller(
         "bundledeployments", deployments.reconcile, workers=workers
     )
-    deployment_controller.watch(manager.informer_for(BUNDLE_DEPLOYMENTS))
+    deployment_informer = manager.informer_for(BUNDLE_DEPLOYMENTS)
+    # A pass with nothing to do makes no request: both kinds are read from the shared caches.
+    deployments.cached = ReadYourWrites(deployment_informer.store.get)
+    deployments.generated = generated_from(bundle_informer.store.list)
+    deployment_controller.watch(deployment_informer)
     # A generated Bundle carries its BundleDeployment's owner labels, as installed objects do.
     deployment_controller.watch(bundle_informer, owning_bundle_deployment)
     deployments.managed = ManagedObjects(manager, deployment_controller)

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from pivoter.kube import Unavailable
+from pivoter.kube import Conflict, Unavailable
 from pivoter.kube.client import Object
 from pivoter.observability.metrics import Metrics
 from pivoter.runtime.backoff import RateLimiter
@@ -173,6 +173,11 @@ class Controller:
                 log.warning(
                     "controller %s: reconcile of %s: %s; retrying with backoff", self.name, key, exc
                 )
+                cap = UNAVAILABLE_RETRY_CAP
+            elif isinstance(exc, Conflict):
+                # A write guarded by a resourceVersion lost to another writer (the copy came
+                # from a cache that had not seen that write yet): the retry reads it. Expected.
+                log.info("controller %s: reconcile of %s: %s; retrying", self.name, key, exc)
                 cap = UNAVAILABLE_RETRY_CAP
             else:
                 log.exception(

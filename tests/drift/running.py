@@ -9,7 +9,9 @@ cluster and waits for the daemon to react. Used by ``tests/drift`` and
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import dataclasses
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -37,6 +39,22 @@ class Pivoter:
     manager: Manager
     system_namespace: str
     labels: dict[str, str]
+    reconciled: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
+    """Reconciles of each BundleDeployment so far (a test counts its own: a BundleDeployment
+    of an earlier test is still queued by its objects while their namespace goes)."""
+
+    def count_reconciles(self) -> None:
+        """Count every reconcile of the BundleDeployment controller in :attr:`reconciled`."""
+        for controller in self.manager.controllers:
+            if controller.name != "bundledeployments":
+                continue
+            inner = controller.reconcile
+
+            def counted(key: str, inner: Any = inner) -> Any:
+                self.reconciled[key] += 1
+                return inner(key)
+
+            controller.reconcile = counted
 
     # -- content -----------------------------------------------------------------------------
 
@@ -190,6 +208,7 @@ def running_pivoter(
         if not manager.wait_controllers_started(60):
             raise AssertionError("the manager's controllers did not start")
         pivoter = Pivoter(kube, manager, system_namespace, labels)
+        pivoter.count_reconciles()
         try:
             yield pivoter
         finally:

@@ -202,7 +202,7 @@ def test_a_stopped_deployment_is_seen_deleted_and_never_corrects_again(
     # As `pivoter adopt --undo` stops a child: another finalizer instead of the uninstall one,
     # then deleted. Deleting raises the generation; the daemon says it saw that in
     # status.observedGeneration, and from then on corrects nothing (OLM v0 owns the objects).
-    name, _ = _install(pivoter, namespace)
+    name, group = _install(pivoter, namespace)
     bd = pivoter.get(name)
     hold = "example.com/hold"
     pivoter.kube.set_finalizers(BUNDLE_DEPLOYMENTS, bd, [hold])
@@ -226,3 +226,9 @@ def test_a_stopped_deployment_is_seen_deleted_and_never_corrects_again(
     finally:
         with contextlib.suppress(NotFound):
             pivoter.kube.set_finalizers(BUNDLE_DEPLOYMENTS, pivoter.get(name), [])
+        # Nothing uninstalled them: what it installed goes here, so that no event of theirs
+        # reaches the controllers of the next test.
+        with contextlib.suppress(NotFound):
+            pivoter.kube.delete(DEPLOYMENTS, "drifty", namespace)
+        with contextlib.suppress(NotFound):
+            pivoter.kube.delete(CRDS, f"gadgets.{group}")

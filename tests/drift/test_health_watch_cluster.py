@@ -58,23 +58,11 @@ def _set_ready(pivoter: Pivoter, probes: Resource, namespace: str, status: str) 
     pivoter.kube.merge_patch(probes, "target", {"status": {"conditions": [condition_]}}, namespace)
 
 
-def _reconciles(pivoter: Pivoter) -> float:
-    total = 0.0
-    for metric in pivoter.manager.metrics.registry.collect():
-        for sample in metric.samples:
-            if (
-                sample.name == "pivoter_reconcile_total"
-                and sample.labels.get("controller") == "bundledeployments"
-            ):
-                total += sample.value
-    return total
-
-
-def _quiet_for(pivoter: Pivoter, seconds: float) -> bool:
-    """Whether no BundleDeployment was reconciled during the next ``seconds``."""
-    before = _reconciles(pivoter)
+def _quiet_for(pivoter: Pivoter, name: str, seconds: float) -> bool:
+    """Whether BundleDeployment ``name`` was not reconciled during the next ``seconds``."""
+    before = pivoter.reconciled[name]
     time.sleep(seconds)
-    return _reconciles(pivoter) == before
+    return pivoter.reconciled[name] == before
 
 
 def test_unhealthy_object_heals_through_the_watch(
@@ -91,7 +79,7 @@ def test_unhealthy_object_heals_through_the_watch(
     bd = pivoter.wait(name, "Healthy", "False", reason="Unhealthy", timeout=HEALED_WITHIN)
     assert "Probe" in condition(bd, "Healthy")["message"]
     # Settled: the kind is watched and the informer's replay to the new handler is done.
-    wait_for(lambda: _quiet_for(pivoter, 1.0), timeout=30, what="the reconciles to settle")
-    assert _quiet_for(pivoter, QUIET), "an unhealthy, watched BundleDeployment is being polled"
+    wait_for(lambda: _quiet_for(pivoter, name, 1.0), timeout=30, what="the reconciles to settle")
+    assert _quiet_for(pivoter, name, QUIET), "an unhealthy, watched BundleDeployment is polled"
     _set_ready(pivoter, probes, namespace, "True")
     pivoter.wait(name, "Healthy", "True", reason="Healthy", timeout=HEALED_WITHIN)
