@@ -31,6 +31,7 @@ step 4 is :mod:`pivoter.controllers.health`; deletion is :mod:`pivoter.controlle
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -66,6 +67,8 @@ from pivoter.runtime.controller import Result
 from pivoter.runtime.readcache import ReadYourWrites
 from provisioners.apply.objects import ObjectRef
 from provisioners.store import BundleStore
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "BundleDeploymentReconciler",
@@ -242,6 +245,13 @@ class BundleDeploymentReconciler:
     ) -> InstallResult:
         """Apply a change someone asked for (install, upgrade, new spec, renewed certificates)."""
         self._drift.invalidate(wanted.name)
+        log.info(
+            "bundledeployment %s: applying bundle %s (generation %d%s)",
+            wanted.name,
+            wanted.bundle,
+            wanted.generation,
+            ", hooks run" if run_hooks else "",
+        )
         applied = install(
             api, bd, wanted.bundle, content, run_hooks=run_hooks, recorder=self.recorder
         )

@@ -16,11 +16,14 @@ The Resolution controllers run in this process (the ``env`` fixture).
 
 from __future__ import annotations
 
+import datetime as dt
+import logging
 import os
 import signal
 import subprocess
 import sys
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -126,11 +129,45 @@ def _olm_marked(obj: dict[str, Any]) -> bool:
     )
 
 
+class _Timeline(logging.Handler):
+    """The daemon's log lines and the test's steps, timed: what an unmarked object's report
+    carries, so that a failure says who wrote it and when."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.note(f"{record.name}: {record.getMessage()}", record.created)
+
+    def note(self, text: str, at: float | None = None) -> None:
+        stamp = dt.datetime.fromtimestamp(at or time.time(), dt.UTC)
+        self.lines.append(f"{stamp:%H:%M:%S.%f} {text}")
+
+    def about(self, fragment: str, limit: int = 40) -> list[str]:
+        return [line for line in self.lines if fragment in line][-limit:]
+
+
+@pytest.fixture
+def timeline() -> Iterator[_Timeline]:
+    handler = _Timeline()
+    logger = logging.getLogger("pivoter")
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    logger.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
 def test_sigkill_at_every_undo_step_converges(
     cluster: TestCluster,
     olm: OlmV0,
     olm_catalog: Callable[[list[BundleDir]], str],
     env: Env,
+    timeline: _Timeline,
 ) -> None:
     bundles = {package: read_bundle(bundle(package)) for package in PACKAGES}
     address = olm_catalog(list(bundles.values()))
@@ -167,12 +204,14 @@ def test_sigkill_at_every_undo_step_converges(
         for step in STEPS:
             process = _killed_undo(cluster, step, sub)
             out, err = process.communicate(timeout=400)
+            timeline.note(f"test: the undo of {sub} ({a.resolution}) killed at {step}")
             assert process.returncode == -signal.SIGKILL, f"{sub} at {step}: {err}{out}"
             (target,) = undo.undo_targets(env.kube, a.namespace, a.bundle.package)
             assert target.step == step, f"{sub}: killed at {step}, found {target}"
             assert target.starting_csv == a.csv
             _resolution_gone_means_inert(env, a)
         done = _adopt(cluster, "--subscription", sub, "--undo", "--timeout", "300")
+        timeline.note(f"test: the undo of {sub} ({a.resolution}) returned {done.returncode}")
         assert done.returncode == 0, f"{sub}: {done.stderr}{done.stdout}"
         assert f"handed back: Subscription {sub} runs CSV {a.csv} again" in done.stdout
 
@@ -215,6 +254,7 @@ def test_sigkill_at_every_undo_step_converges(
                 ]
                 owners = obj["metadata"].get("ownerReferences")
                 unmarked.append(f"{ref['kind']} {ref['name']} (written by {writers}; {owners})")
+                unmarked += timeline.about(a.resolution)
         generated = _generated_rbac(env, a)
         report[package] = {
             "generatedRbac": generated == generated_before[package] or generated,
