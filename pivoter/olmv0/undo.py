@@ -54,6 +54,7 @@ from pivoter.apis.resources import BUNDLE_DEPLOYMENTS, RESOLUTIONS
 from pivoter.controllers.uninstall import FINALIZER as UNINSTALL_FINALIZER
 from pivoter.kube import Conflict, Kube, NotFound, Object
 from pivoter.olmv0 import handover
+from pivoter.olmv0.adoptrequests import ANNOTATION_ADOPT
 from pivoter.olmv0.handover import ADOPTED, INSTALLING, RELEASING
 from pivoter.olmv0.mapping import (
     ANNOTATION_ADOPTION,
@@ -379,7 +380,12 @@ def _stop(kube: Kube, target: UndoTarget) -> UndoProgress:
             RESOLUTIONS, target.resolution, {"spec": {"paused": True, "deletionPolicy": "Orphan"}}
         )
     children = _children(kube, target.resolution, res)
-    if not children and _annotations(res).get(ANNOTATION_ADOPTION) in (INSTALLING, RELEASING):
+    giving_back = bool(res["metadata"].get("deletionTimestamp"))
+    if not children and (
+        giving_back or _annotations(res).get(ANNOTATION_ADOPTION) in (INSTALLING, RELEASING)
+    ):
+        # Once it deleted the Resolution, the give-back goes on whatever step a handover that
+        # was already under way recorded since (CI: one recorded a step after the undo began).
         return _give_back_unapplied(kube, target, res)
     if not children:
         return UndoProgress(
@@ -427,6 +433,7 @@ def _give_back_unapplied(kube: Kube, target: UndoTarget, res: Object) -> UndoPro
         }
         with contextlib.suppress(Conflict):
             kube.create(SUBSCRIPTIONS, body, target.namespace)
+        _withdraw_request(kube, target.namespace, subscription)
         _approve(kube, target.namespace, subscription, starting)
         try:
             csv = kube.get(CSVS, starting, target.namespace)
@@ -448,6 +455,20 @@ def _give_back_unapplied(kube: Kube, target: UndoTarget, res: Object) -> UndoPro
         f"handed back: Subscription {target.namespace}/{target.subscription} runs CSV "
         f"{target.starting_csv} again (pivoter had applied nothing)",
     )
+
+
+def _withdraw_request(kube: Kube, namespace: str, subscription: str) -> None:
+    """Take the adoption request (:data:`~pivoter.olmv0.adoptrequests.ANNOTATION_ADOPT`) off a
+    Subscription that is handed back and was never deleted (an adoption stopped before OLM v0
+    let go of it): else, once the Resolution is gone, the daemon would adopt it again at once
+    (CI: the undo then found a new Resolution). A request on the Namespace stays the
+    Namespace's."""
+    annotations = {ANNOTATION_ADOPT: None}
+    with contextlib.suppress(NotFound):
+        sub = kube.get(SUBSCRIPTIONS, subscription, namespace)
+        if ANNOTATION_ADOPT in (sub["metadata"].get("annotations") or {}):
+            patch = {"metadata": {"annotations": annotations}}
+            kube.merge_patch(SUBSCRIPTIONS, subscription, patch, namespace)
 
 
 def _detach_recorded(kube: Kube, target: UndoTarget, children: list[Object]) -> UndoProgress:

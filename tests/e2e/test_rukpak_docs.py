@@ -177,10 +177,10 @@ def test_combo_walk_through(e2e: E2E, registry: Registry, pusher: Pusher) -> Non
         what="the deleted combo-operator Deployment to be re-created",
     )
 
-    # Upgrade: `kubectl apply` of the v0.0.2 document.
-    current = e2e.get("combo")
-    current["spec"] = _pointed(upgrade, ref=f"{ref}:v0.0.2")["spec"]
-    e2e.kube.replace(BUNDLE_DEPLOYMENTS, current)
+    # Upgrade: `kubectl apply` of the v0.0.2 document (a patch, as kubectl sends: a PUT of a
+    # copy read earlier loses to the controller's status writes).
+    spec = _pointed(upgrade, ref=f"{ref}:v0.0.2")["spec"]
+    e2e.kube.merge_patch(BUNDLE_DEPLOYMENTS, "combo", {"spec": spec})
     bd = e2e.wait(
         "combo",
         lambda bd: installed(bd) and bd["status"]["activeBundle"] != first,
