@@ -3,11 +3,13 @@
 :class:`RevisionStore` is what the controllers of every input kind call: ``write``
 a new selection (a no-op when the latest revision already holds the same selection hash),
 ``latest`` and ``list`` the history, ``verify`` that a revision they rely on is still what pivoter
-wrote, and ``collect_garbage`` beyond the history limit. It reads the API server directly (not an
-informer cache) so that the next revision number is never computed from a stale view, and
-numbers revisions with create-and-retry: two writers racing for ``r<N>`` both try to create it,
-the loser sees ``AlreadyExists`` and moves to ``r<N+1>`` (or returns the winner's revision when
-it holds the same selection).
+wrote, and ``collect_garbage`` beyond the history limit. In the daemon it reads from the
+informer cache of revisions with its own writes read back
+(:class:`~pivoter.runtime.cachedreads.CachedReads`), so a view may miss only what another
+writer wrote a moment ago. Revisions are numbered with create-and-retry: two writers racing for
+``r<N>`` both try to create it, the loser sees ``AlreadyExists``, returns the winner's revision
+when it holds the same selection, and otherwise moves to ``r<N+1>`` (never back to a number
+already taken, however stale its view).
 """
 
 from __future__ import annotations
@@ -98,12 +100,15 @@ class RevisionStore:
 
     def get(self, ref: InputRef, number: int) -> Revision | None:
         """Revision ``number`` of ``ref``, or None when it does not exist."""
-        try:
-            config_map = self.kube.get(CONFIG_MAPS, revision_name(ref, number), self.namespace)
-        except NotFound:
-            return None
-        revision = decode(config_map)
+        config_map = self._config_map(ref, revision_name(ref, number))
+        revision = decode(config_map) if config_map is not None else None
         return revision if revision is not None and revision.input == ref else None
+
+    def _config_map(self, ref: InputRef, name: str) -> dict[str, Any] | None:
+        """The ConfigMap ``name`` among ``ref``'s revisions (by their labels: in the daemon, the
+        cache of revisions answers, whose events queue the inputs), or None."""
+        items, _ = self.kube.list(CONFIG_MAPS, self.namespace, label_selector=selector(ref))
+        return next((cm for cm in items if cm["metadata"].get("name") == name), None)
 
     # ------------------------------------------------------------------ writing
 
@@ -126,6 +131,7 @@ class RevisionStore:
         Raises :class:`WriteConflict` if other writers win every attempt.
         """
         prepared = False
+        taken = 0
         for _ in range(MAX_ATTEMPTS):
             latest = self.latest(ref)
             if (
@@ -134,7 +140,7 @@ class RevisionStore:
                 and latest.selection_hash == resolveset.selection_hash
             ):
                 return latest
-            number = max(after, latest.number if latest else 0) + 1
+            number = max(after, taken, latest.number if latest else 0) + 1
             if self.prepare is not None and not prepared:
                 document = self.prepare(resolveset, owner)
                 if document.selection_hash != resolveset.selection_hash:
@@ -146,7 +152,15 @@ class RevisionStore:
             try:
                 created = self.kube.create(CONFIG_MAPS, body, self.namespace)
             except Conflict:
+                winner = self.get(ref, number)
+                if (
+                    winner is not None
+                    and winner.intact
+                    and winner.selection_hash == resolveset.selection_hash
+                ):
+                    return winner
                 log.info("%s: revision %d was taken by another writer; retrying", ref, number)
+                taken = number
                 continue
             revision = decode(created)
             assert revision is not None  # we just encoded it
@@ -171,9 +185,8 @@ class RevisionStore:
     def verify(self, revision: Revision) -> Verification:
         """Check that ``revision`` (as pivoter read or wrote it) is still stored unchanged."""
         what = self.describe(revision.input, revision.number)
-        try:
-            config_map = self.kube.get(CONFIG_MAPS, revision.name, self.namespace)
-        except NotFound:
+        config_map = self._config_map(revision.input, revision.name)
+        if config_map is None:  # deleted (or its labels no longer name the input)
             return Verification(RevisionState.MISSING, f"{what} is missing: it was deleted")
         current = decode(config_map)
         if current is None or current.input != revision.input:

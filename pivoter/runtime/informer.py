@@ -7,7 +7,9 @@ reports the difference (objects created, changed or deleted while it was not wat
 so handlers never miss a change. Other errors (network, apiserver restart) are retried with
 capped exponential backoff (0.8 s doubling up to 5 s: the daemon is one client, and after an
 API server outage its caches should catch up within seconds), resuming the watch from the last
-resourceVersion seen.
+resourceVersion seen: that of the last event the cache applied, also when the watch broke (as
+client-go's reflector; resuming from where the broken watch began would replay every change
+since, and the cache would hold old versions of objects again until the replay caught up).
 
 A :class:`pivoter.runtime.Manager` owns one informer per kind (and namespace) and shares it
 between all controllers that watch that kind.
@@ -69,6 +71,8 @@ class Informer:
         self._handlers: list[EventHandler] = []
         self._handlers_lock = threading.Lock()
         self._synced = threading.Event()
+        self._applied = ""
+        """The resourceVersion of the last watch event applied to the cache."""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._stream: WatchStream | None = None
@@ -154,6 +158,8 @@ class Informer:
             except KubeError as exc:
                 if self._stop.is_set():
                     break
+                if resource_version is not None:
+                    resource_version = self._applied or resource_version
                 failures += 1
                 delay = min(self._backoff_base * 2 ** (failures - 1), self._backoff_cap)
                 delay *= 1 + random.random() * 0.2  # spread reconnects of many informers
@@ -186,7 +192,9 @@ class Informer:
         return resource_version
 
     def _watch(self, resource_version: str) -> str:
-        """Watch until the server ends the request; return the last resourceVersion seen."""
+        """Watch until the server ends the request; return the last resourceVersion seen (also
+        kept in :attr:`_applied` as each event is applied, for a watch that breaks)."""
+        self._applied = resource_version
         timeout = int(self._watch_timeout * (1 + random.random()))  # as client-go: spread expiry
         stream = self.kube.watch(
             self.resource,
@@ -211,6 +219,7 @@ class Informer:
                     self.store.delete(obj)
                     self._dispatch("delete", obj)
                 # BOOKMARK: only its resourceVersion matters, recorded above.
+                self._applied = resource_version
                 if self._metrics is not None:
                     self._metrics.informer_objects.labels(str(self.resource)).set(len(self.store))
         finally:

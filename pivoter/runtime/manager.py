@@ -21,6 +21,7 @@ ConfigMaps, there is one list and one watch on ConfigMaps.
 from __future__ import annotations
 
 import enum
+import functools
 import logging
 import os
 import signal
@@ -35,6 +36,7 @@ from pivoter.kube.events import EventRecorder
 from pivoter.observability.metrics import Metrics
 from pivoter.observability.server import Endpoints
 from pivoter.runtime.backoff import RateLimiter
+from pivoter.runtime.cachedreads import CachedReads
 from pivoter.runtime.controller import DEFAULT_RESYNC, Controller, Reconcile
 from pivoter.runtime.informer import Informer
 from pivoter.runtime.leader import KubeLeaseLock, LeaderElectionConfig, LeaderElector
@@ -130,6 +132,13 @@ class Manager:
                 if self._started:
                     informer.start()
             return informer
+
+    @functools.cached_property
+    def reads(self) -> Kube:
+        """The client reconcilers read with: ``get`` and ``list`` from this manager's informer
+        caches, their own writes read back (:class:`~pivoter.runtime.cachedreads.CachedReads`);
+        requests through :attr:`kube`."""
+        return CachedReads(self.kube, lambda: self.informers)
 
     @property
     def informers(self) -> list[Informer]:

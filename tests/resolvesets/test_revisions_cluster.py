@@ -4,6 +4,7 @@ two writers racing for the next number."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -11,6 +12,9 @@ import pytest
 from pivoter.apis.resources import CONFIG_MAPS
 from pivoter.kube import Invalid, Kube
 from pivoter.resolvesets import DATA_KEY, InputRef, RevisionState, RevisionStore, revision_name
+from pivoter.resolvesets.document import REVISIONS_SELECTOR
+from pivoter.runtime.cachedreads import CachedReads
+from pivoter.runtime.informer import Informer
 from tests.resolvesets.conftest import resolveset
 
 pytestmark = pytest.mark.cluster
@@ -132,7 +136,27 @@ def test_garbage_collection_honours_limit_and_protection(store: RevisionStore) -
     assert store.write(WEB, resolveset(("db", "9.0.0"))).number == 13
 
 
-def test_concurrent_writers_get_distinct_revisions(kube: Kube, namespace: str) -> None:
+@pytest.fixture(params=["api", "cache"])
+def clients(
+    request: pytest.FixtureRequest, kube: Kube, namespace: str
+) -> Iterator[Callable[[], Kube]]:
+    """What each writer reads with: the API server, or (as in the daemon) an informer's cache of
+    revisions with the writer's own writes read back; the cache lags the other writers."""
+    if request.param == "api":
+        yield lambda: kube
+        return
+    informer = Informer(kube, CONFIG_MAPS, namespace=namespace, label_selector=REVISIONS_SELECTOR)
+    informer.start()
+    try:
+        assert informer.wait_for_sync(30)
+        yield lambda: CachedReads(kube, lambda: [informer])
+    finally:
+        informer.stop()
+
+
+def test_concurrent_writers_get_distinct_revisions(
+    clients: Callable[[], Kube], kube: Kube, namespace: str
+) -> None:
     writers = 6
     barrier = threading.Barrier(writers)
     results: list[int] = []
@@ -140,7 +164,7 @@ def test_concurrent_writers_get_distinct_revisions(kube: Kube, namespace: str) -
     lock = threading.Lock()
 
     def write(n: int) -> None:
-        store = RevisionStore(kube, namespace)
+        store = RevisionStore(clients(), namespace)
         barrier.wait()
         try:
             revision = store.write(WEB, resolveset(("db", f"2.{n}.0")))
@@ -162,14 +186,17 @@ def test_concurrent_writers_get_distinct_revisions(kube: Kube, namespace: str) -
     assert len({r.selection_hash for r in stored}) == writers
 
 
-def test_concurrent_identical_writers_share_one_revision(kube: Kube, namespace: str) -> None:
+def test_concurrent_identical_writers_share_one_revision(
+    clients: Callable[[], Kube], namespace: str
+) -> None:
     writers = 4
     barrier = threading.Barrier(writers)
     names: list[str] = []
 
     def write() -> None:
         barrier.wait()
-        names.append(RevisionStore(kube, namespace).write(WEB, resolveset(("db", "1.0.0"))).name)
+        store = RevisionStore(clients(), namespace)
+        names.append(store.write(WEB, resolveset(("db", "1.0.0"))).name)
 
     threads = [threading.Thread(target=write) for _ in range(writers)]
     for thread in threads:

@@ -62,3 +62,50 @@ def test_a_write_on_an_older_copy_starts_a_new_chain() -> None:
     cache["a"] = _obj("5")
     reads.wrote("a", _obj("5"), _obj("6", last=True))
     assert reads.get("a")["status"] == {"last": True}  # type: ignore[index]
+
+
+def test_a_create_is_read_back_until_the_cache_holds_it() -> None:
+    cache: dict[str, dict[str, Any]] = {}
+    now = [0.0]
+    reads = ReadYourWrites(cache.get, unseen_for=30.0, clock=lambda: now[0])
+    created = _obj("5", created=True)
+    reads.wrote("a", None, created)
+    assert reads.get("a") is created  # not in the cache yet: ours
+    assert reads.pending() == ["a"]
+    cache["a"] = _obj("5", created=True)
+    assert reads.get("a") is cache["a"]  # the cache has it: the record dropped
+    assert reads.pending() == []
+
+
+def test_a_create_the_cache_never_shows_is_forgotten() -> None:
+    cache: dict[str, dict[str, Any]] = {}
+    now = [0.0]
+    reads = ReadYourWrites(cache.get, unseen_for=30.0, clock=lambda: now[0])
+    reads.wrote("a", None, _obj("5"))
+    now[0] = 29.0
+    assert reads.get("a") is not None
+    now[0] = 31.0  # created and deleted again before the cache saw it
+    assert reads.get("a") is None
+    assert len(reads) == 0
+
+
+def test_an_object_updated_here_and_deleted_elsewhere_is_gone() -> None:
+    cache = {"a": _obj("1")}
+    reads = ReadYourWrites(cache.get)
+    reads.wrote("a", cache["a"], _obj("2"))
+    del cache["a"]
+    assert reads.get("a") is None
+
+
+def test_a_create_deleted_before_the_cache_showed_it_is_forgotten_at_once() -> None:
+    cache: dict[str, dict[str, Any]] = {}
+    reads = ReadYourWrites(cache.get)
+    created = _obj("5")
+    created["metadata"]["uid"] = "u1"
+    reads.wrote("a", None, created)
+    other = _obj("4")
+    other["metadata"]["uid"] = "u0"  # an earlier object of that name: not ours
+    reads.deleted("a", other)
+    assert reads.get("a") is created
+    reads.deleted("a", created)
+    assert reads.get("a") is None
