@@ -12,6 +12,10 @@ objects OLM v0 labels as the CSV's (``olm.owner=<csv>``) keep the same uids and
 resourceVersions for :data:`QUIET_SECONDS`. The observation is recorded on the adoption's
 Resolution (:data:`ANNOTATION_QUIET`: a digest and when it was first seen), so a restarted daemon
 goes on measuring the same window.
+
+The hand-back (:mod:`pivoter.olmv0.undo`) waits out the same window once it has marked the
+objects as the CSV's again (:func:`window`): such a late sync also resets every Role and
+RoleBinding of the bundle to its manifest (a two-way patch), taking that mark off again.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from dataclasses import dataclass
 from pivoter.kube import Kube, NotFound, Object, Resource
 from pivoter.olmv0.resources import LABEL_OWNER, OWNED_CLUSTER, OWNED_NAMESPACED
 
-__all__ = ["ANNOTATION_QUIET", "QUIET_SECONDS", "Quiet", "observe"]
+__all__ = ["ANNOTATION_QUIET", "QUIET_SECONDS", "Quiet", "digest_of", "observe", "window"]
 
 ANNOTATION_QUIET = "olmv0.pivoter.io/olm-quiet-since"
 """``<digest> <unix seconds>``: what OLM v0's objects looked like, and since when."""
@@ -58,7 +62,12 @@ def _digest(kube: Kube, csvs: Sequence[str], namespace: str) -> str:
         except NotFound:
             continue
         seen.extend(_identity(resource, o) for o in items)
-    return hashlib.sha256("\n".join(sorted(seen)).encode()).hexdigest()[:32]
+    return digest_of(seen)
+
+
+def digest_of(lines: Sequence[str]) -> str:
+    """One digest of what was seen of some objects, a line each (in any order)."""
+    return hashlib.sha256("\n".join(sorted(lines)).encode()).hexdigest()[:32]
 
 
 def _identity(resource: Resource, obj: Object) -> str:
@@ -86,6 +95,12 @@ def observe(
     ``recorded`` observation (the value of
     :data:`ANNOTATION_QUIET`); the returned annotation is what to record next."""
     digest = _digest(kube, [csv] if isinstance(csv, str) else list(csv), namespace)
+    return window(digest, recorded, now)
+
+
+def window(digest: str, recorded: str | None, now: Callable[[], float] = time.time) -> Quiet:
+    """Compare what is seen now (``digest``) with the ``recorded`` observation (``<digest> <unix
+    seconds>``, None to start a new window); the returned annotation is what to record next."""
     current = now()
     previous, _, since_text = (recorded or "").partition(" ")
     try:

@@ -31,8 +31,14 @@ Resolution's deletion orphaned them.
 4. ``Cleaning``: every object the children installed is left with one manager, OLM v0's CSV
    (:func:`_settle`): what OLM v0 replaced by a twin of its own (webhook configurations, which
    would answer twice, and the RBAC it generates under random names) is deleted; what it uses
-   without marking it again gets back the mark the adoption took off. Then the children's
-   finalizer goes and they vanish. Nothing of the undo is left.
+   without marking it again gets back the mark the adoption took off. OLM v0 may still run its
+   InstallPlan's steps once more after it is Complete (a sync from a stale copy, as
+   :mod:`pivoter.olmv0.quiet` describes), and each run resets the bundle's Roles and
+   RoleBindings to their manifest, taking that mark off again (CI: bpfman-operator's
+   RoleBinding was left with no mark). So every pass settles every object again, and the step
+   goes on only once a whole :data:`~pivoter.olmv0.quiet.QUIET_SECONDS` window passed with
+   nothing to put back (recorded on the children: :data:`ANNOTATION_SETTLED`). Then the
+   children's finalizer goes and they vanish. Nothing of the undo is left.
 
 Each step is recorded before its actions run (:func:`step_hook` lets tests stop there) and
 every action is idempotent, so ``pivoter adopt --undo`` killed anywhere finds the interrupted
@@ -53,7 +59,7 @@ from pivoter.apis.inventory import inventory_of
 from pivoter.apis.resources import BUNDLE_DEPLOYMENTS, RESOLUTIONS
 from pivoter.controllers.uninstall import FINALIZER as UNINSTALL_FINALIZER
 from pivoter.kube import Conflict, Kube, NotFound, Object
-from pivoter.olmv0 import handover
+from pivoter.olmv0 import handover, quiet
 from pivoter.olmv0.adoptrequests import ANNOTATION_ADOPT
 from pivoter.olmv0.handover import ADOPTED, INSTALLING, RELEASING
 from pivoter.olmv0.mapping import (
@@ -108,6 +114,10 @@ ANNOTATION_UNDO = handover.ANNOTATION_UNDO
 (the handover stops once it is there)."""
 ANNOTATION_STARTING_CSV = "olmv0.pivoter.io/starting-csv"
 """On a child being handed back: the CSV the re-created Subscription starts at."""
+ANNOTATION_SETTLED = "olmv0.pivoter.io/settled-since"
+"""On a child in ``Cleaning``: ``<digest> <unix seconds>``, the marks of the objects the children
+installed once settled, and since when nothing had to be put back
+(:func:`pivoter.olmv0.quiet.window`)."""
 LABEL_UNDO = "olmv0.pivoter.io/undo-of"
 """On a child being handed back: its Resolution's name (found by it once the Resolution is gone;
 the Resolution's own child labels are removed when it is deleted)."""
@@ -618,6 +628,8 @@ def _clean(kube: Kube, target: UndoTarget) -> UndoProgress:
     holders = [o for o in [_get(kube, target.resolution)] if o is not None] + children
     recorded = next((d for d in map(recorded_dependencies, holders) if d), [])
     dependency_packages = {str(d["package"]) for d in recorded}
+    marks: list[str] = []
+    wrote = False
     for bd in children:
         mine = _annotations(bd)
         starting = (
@@ -631,7 +643,24 @@ def _clean(kube: Kube, target: UndoTarget) -> UndoProgress:
             # Deleted since it succeeded: OLM v0 is not done, or someone removed it; look again.
             return UndoProgress(CLEANING, f"CSV {starting} is gone; waiting for it")
         for ref in inventory_of(bd.get("status")):
-            _settle(kube, target, csv, ref)
+            seen, changed = _settle(kube, target, csv, ref)
+            marks.append(seen)
+            wrote = wrote or changed
+    # A late InstallPlan sync of OLM v0 can take a mark off again (module docstring): the
+    # children, which hold the inventory, stay until a whole window passed with nothing to redo.
+    since = next((a for bd in children if (a := _annotations(bd).get(ANNOTATION_SETTLED))), None)
+    settled = quiet.window(quiet.digest_of(marks), None if wrote else since)
+    if not settled.done:
+        if settled.annotation != since:
+            patch = {"metadata": {"annotations": {ANNOTATION_SETTLED: settled.annotation}}}
+            for bd in children:
+                with contextlib.suppress(NotFound):
+                    kube.merge_patch(BUNDLE_DEPLOYMENTS, bd["metadata"]["name"], patch)
+        return UndoProgress(
+            CLEANING,
+            "waiting for OLM v0 to leave the marks alone "
+            f"({settled.waited:.0f}/{quiet.QUIET_SECONDS:.0f} s with nothing to put back)",
+        )
     for bd in children:
         finalizers = bd["metadata"].get("finalizers") or []
         with contextlib.suppress(NotFound, Conflict):
@@ -654,7 +683,23 @@ def _olm_owned(obj: Object, csv: str) -> bool:
     )
 
 
-def _settle(kube: Kube, target: UndoTarget, csv: Object, ref: ObjectRef) -> None:
+def _marks(ref: ObjectRef, obj: Object | None) -> str:
+    """What :func:`_settle` looks after on one object: it exists, and who marked it."""
+    where = f"{ref.kind} {ref.namespace}/{ref.name}"
+    if obj is None:
+        return f"{where} absent"
+    metadata = obj["metadata"]
+    labels = metadata.get("labels") or {}
+    olm = sorted((k, v) for k, v in labels.items() if k in handover.OLM_LABELS)
+    owners = sorted(
+        str(o.get("uid"))
+        for o in metadata.get("ownerReferences") or []
+        if o.get("kind") == CSVS.kind
+    )
+    return f"{where} {metadata.get('uid')} {olm} {owners}"
+
+
+def _settle(kube: Kube, target: UndoTarget, csv: Object, ref: ObjectRef) -> tuple[str, bool]:
     """Leave one object the children installed with exactly one manager, OLM v0's CSV (which
     has succeeded). What OLM v0 re-marked is left alone, and so are CRDs (OLM v0's through the
     InstallPlan, never marked). What OLM v0 replaced by a twin of its own is deleted: webhook
@@ -662,23 +707,26 @@ def _settle(kube: Kube, target: UndoTarget, csv: Object, ref: ObjectRef) -> None
     from the CSV's permissions (named with a random suffix; the twin carries the same
     ``olm.permissions.hash``). What it uses as it is but did not mark again (a bundle's
     ServiceAccount, its webhook certificate Secret) gets back the mark the adoption took off:
-    an ownerReference to the CSV in the CSV's namespace, the owner labels elsewhere."""
+    an ownerReference to the CSV in the CSV's namespace, the owner labels elsewhere.
+
+    Returns the object's marks as it is left (:func:`_marks`) and whether anything had to be
+    written."""
     if ref.kind == "CustomResourceDefinition":
-        return
+        return f"{ref.kind} /{ref.name} left as it is", False
     resource = kube.resource(ref.api_version, ref.kind)
     namespace = ref.namespace or None
     try:
         obj = kube.get(resource, ref.name, namespace)
     except NotFound:
-        return
+        return _marks(ref, None), False
     name = csv["metadata"]["name"]
     if _olm_owned(obj, name):
-        return
+        return _marks(ref, obj), False
     labels = obj["metadata"].get("labels") or {}
     if ref.kind.endswith("WebhookConfiguration") or _twinned(kube, resource, obj, name):
         with contextlib.suppress(NotFound):
             kube.delete(resource, ref.name, namespace)
-        return
+        return _marks(ref, None), True
     if ref.namespace == target.namespace:
         owner = {
             "apiVersion": CSVS.api_version,
@@ -698,9 +746,11 @@ def _settle(kube: Kube, target: UndoTarget, csv: Object, ref: ObjectRef) -> None
         }
         patch = {"metadata": {"labels": {**labels, **marks}}}
     else:
-        return  # in another namespace: OLM v0 marks nothing there for a CSV
-    with contextlib.suppress(NotFound):
-        kube.merge_patch(resource, ref.name, patch, namespace)
+        return _marks(ref, obj), False  # in another namespace: OLM v0 marks nothing there
+    try:
+        return _marks(ref, kube.merge_patch(resource, ref.name, patch, namespace)), True
+    except NotFound:
+        return _marks(ref, None), True
 
 
 def _twinned(kube: Kube, resource: Any, obj: Object, csv: str) -> bool:
