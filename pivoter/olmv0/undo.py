@@ -650,7 +650,7 @@ def _clean(kube: Kube, target: UndoTarget) -> UndoProgress:
     # children, which hold the inventory, stay until a whole window passed with nothing to redo.
     since = next((a for bd in children if (a := _annotations(bd).get(ANNOTATION_SETTLED))), None)
     settled = quiet.window(quiet.digest_of(marks), None if wrote else since)
-    if not settled.done:
+    if children and not settled.done:
         if settled.annotation != since:
             patch = {"metadata": {"annotations": {ANNOTATION_SETTLED: settled.annotation}}}
             for bd in children:
