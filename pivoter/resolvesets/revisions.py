@@ -104,6 +104,16 @@ class RevisionStore:
         revision = decode(config_map) if config_map is not None else None
         return revision if revision is not None and revision.input == ref else None
 
+    def _taken(self, ref: InputRef, number: int) -> Revision | None:
+        """Revision ``number`` of ``ref`` as another writer just created it: read from the API
+        server (a cache may not show it yet)."""
+        path = CONFIG_MAPS.path(self.namespace, revision_name(ref, number))
+        try:
+            revision = decode(self.kube.request("GET", path))
+        except NotFound:
+            return None
+        return revision if revision is not None and revision.input == ref else None
+
     def _config_map(self, ref: InputRef, name: str) -> dict[str, Any] | None:
         """The ConfigMap ``name`` among ``ref``'s revisions (by their labels: in the daemon, the
         cache of revisions answers, whose events queue the inputs), or None."""
@@ -152,7 +162,7 @@ class RevisionStore:
             try:
                 created = self.kube.create(CONFIG_MAPS, body, self.namespace)
             except Conflict:
-                winner = self.get(ref, number)
+                winner = self._taken(ref, number)
                 if (
                     winner is not None
                     and winner.intact

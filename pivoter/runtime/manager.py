@@ -186,7 +186,13 @@ class Manager:
     # ------------------------------------------------------------------ probes
 
     def caches_synced(self) -> str | None:
-        """Readiness check: None if every informer has filled its cache."""
+        """Readiness check: None once :meth:`start` ran (``pivoter run`` serves the probes while
+        it still sets up its controllers and their informers) and every informer has filled its
+        cache."""
+        with self._lock:
+            started = self._started
+        if not started:
+            return "the controllers are being set up"
         waiting = [str(i) for i in self.informers if not i.has_synced()]
         return f"waiting for {', '.join(waiting)}" if waiting else None
 

@@ -45,7 +45,7 @@ def test_an_empty_value_is_a_value() -> None:
 
 @pytest.mark.parametrize("text", ["a in (x", "=x", "a b", "a in x"])
 def test_what_it_cannot_read_is_refused(text: str) -> None:
-    with pytest.raises(ValueError, match="cannot read the label selector"):
+    with pytest.raises(ValueError, match=r"parse|valid"):
         parse(text)
 
 
