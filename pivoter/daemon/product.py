@@ -182,7 +182,7 @@ def _catalogs_and_inputs(
     revisions = product.revisions = resolvesets.setup(
         manager, namespace=product.namespace, prepare=pinner.pin if pinner is not None else None
     )
-    preparer = Preparer(manager.reads, product.bundles, Identities(manager.kube))
+    preparer = Preparer(manager.kube, product.bundles, Identities(manager.kube))
     every_input = settings.scope is Scope.ALL
     if every_input:
         # An input kind whose CRD is not installed would keep the informers from ever syncing

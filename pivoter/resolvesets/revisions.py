@@ -3,10 +3,10 @@
 :class:`RevisionStore` is what the controllers of every input kind call: ``write``
 a new selection (a no-op when the latest revision already holds the same selection hash),
 ``latest`` and ``list`` the history, ``verify`` that a revision they rely on is still what pivoter
-wrote, and ``collect_garbage`` beyond the history limit. In the daemon it reads from the
-informer cache of revisions with its own writes read back
-(:class:`~pivoter.runtime.cachedreads.CachedReads`), so a view may miss only what another
-writer wrote a moment ago. Revisions are numbered with create-and-retry: two writers racing for
+wrote, and ``collect_garbage`` beyond the history limit. It reads revisions by their labels
+through its client, which may answer from an informer cache with its own writes read back
+(:class:`~pivoter.runtime.cachedreads.CachedReads`): a view may then miss what another writer
+wrote a moment ago. Revisions are numbered with create-and-retry: two writers racing for
 ``r<N>`` both try to create it, the loser sees ``AlreadyExists``, returns the winner's revision
 when it holds the same selection, and otherwise moves to ``r<N+1>`` (never back to a number
 already taken, however stale its view).
