@@ -127,9 +127,20 @@ class Kube(KubeAPI):
         namespace: str | None = None,
         *,
         propagation: str = "Background",
+        resource_version: str | None = None,
     ) -> Object:
-        """Delete one object (dependents per ``propagation``); raises :class:`NotFound`."""
-        body = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": propagation}
+        """Delete one object (dependents per ``propagation``); raises :class:`NotFound`.
+
+        With ``resource_version`` the deletion is guarded: it fails with :class:`Conflict` when
+        the object changed since that version (a finalizer another writer put back in between is
+        never deleted with)."""
+        body: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "DeleteOptions",
+            "propagationPolicy": propagation,
+        }
+        if resource_version is not None:
+            body["preconditions"] = {"resourceVersion": resource_version}
         return self.request("DELETE", resource.path(namespace, name), body=body)
 
     def watch(

@@ -50,7 +50,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -343,12 +343,17 @@ def _make_inert(
             kept = [f for f in finalizers if f not in (UNINSTALL_FINALIZER, FINALIZER)]
             if FINALIZER not in finalizers or UNINSTALL_FINALIZER in finalizers:
                 bd = kube.set_finalizers(BUNDLE_DEPLOYMENTS, bd, [*kept, FINALIZER])
-            kube.delete(BUNDLE_DEPLOYMENTS, name)
+            # Deleted only as traded: had the controller put its uninstall finalizer back in
+            # between, a deletion would start an uninstall that taking the finalizer off again
+            # cannot stop (the controller may already be deleting). Conflict: trade again.
+            kube.delete(
+                BUNDLE_DEPLOYMENTS, name, resource_version=bd["metadata"]["resourceVersion"]
+            )
             bd = kube.get(BUNDLE_DEPLOYMENTS, name)
         finalizers = list(bd["metadata"].get("finalizers") or [])
         if UNINSTALL_FINALIZER in finalizers:
-            # The controller put it back between our two writes: take it off again (it cannot
-            # come back now that the child is being deleted).
+            # Deleted by someone else before the trade: take it off (it cannot come back now
+            # that the child is being deleted).
             kept = [f for f in finalizers if f != UNINSTALL_FINALIZER]
             bd = kube.set_finalizers(BUNDLE_DEPLOYMENTS, bd, kept)
     except (Conflict, NotFound):
@@ -444,7 +449,9 @@ def _give_back_unapplied(kube: Kube, target: UndoTarget, res: Object) -> UndoPro
         with contextlib.suppress(Conflict):
             kube.create(SUBSCRIPTIONS, body, target.namespace)
         _withdraw_request(kube, target.namespace, subscription)
-        _approve(kube, target.namespace, subscription, starting)
+    plans = _group_plans(kube, target.namespace, [m[0] for m in members])
+    _approve(kube, target.namespace, plans, {m[2] for m in members})
+    for _subscription, _spec_of, starting in members:
         try:
             csv = kube.get(CSVS, starting, target.namespace)
         except NotFound:
@@ -541,13 +548,15 @@ def _return(kube: Kube, target: UndoTarget) -> UndoProgress:
         }
         with contextlib.suppress(Conflict):
             kube.create(SUBSCRIPTIONS, body, target.namespace)
-        _approve(kube, target.namespace, subscription, starting)
+    plans = _group_plans(kube, target.namespace, [m[0] for m in members])
+    _approve(kube, target.namespace, plans, {m[2] for m in members})
+    for _subscription, _spec_of, starting in members:
         try:
             csv = kube.get(CSVS, starting, target.namespace)
         except NotFound:
             csv = {}
         phase = (csv.get("status") or {}).get("phase")
-        if phase == "Succeeded" and not _installed(kube, target.namespace, subscription, starting):
+        if phase == "Succeeded" and not _installed(plans, starting):
             phase = "Succeeded, its InstallPlan not yet Complete"
         if phase != "Succeeded":
             waiting.append(f"CSV {starting} (now {phase or 'absent'})")
@@ -588,36 +597,46 @@ def _dependencies(
     return found
 
 
-def _plans(kube: Kube, namespace: str, subscription: str, csv: str) -> list[Object]:
-    """The InstallPlans of a re-created Subscription that install ``csv``."""
+def _group_plans(kube: Kube, namespace: str, subscriptions: Iterable[str]) -> list[Object]:
+    """The InstallPlans of the group's Subscriptions as they are now (owned by one of them, by
+    uid: a plan from before the adoption is not one). OLM v0 resolves a namespace at once, and a
+    plan is owned by the Subscriptions that existed when it resolved: a dependency's Subscription
+    re-created a moment after its dependent's may own no plan at all, its CSV installed by the
+    dependent's plan."""
+    uids = set()
+    for name in subscriptions:
+        with contextlib.suppress(NotFound):
+            uids.add(kube.get(SUBSCRIPTIONS, name, namespace)["metadata"]["uid"])
     return [
         plan
         for plan in kube.list(INSTALL_PLANS, namespace)[0]
         if any(
-            o.get("kind") == SUBSCRIPTIONS.kind and o.get("name") == subscription
+            o.get("kind") == SUBSCRIPTIONS.kind and o.get("uid") in uids
             for o in plan["metadata"].get("ownerReferences") or []
         )
-        and csv
-        and csv in ((plan.get("spec") or {}).get("clusterServiceVersionNames") or [])
     ]
 
 
-def _installed(kube: Kube, namespace: str, subscription: str, csv: str) -> bool:
-    """Whether OLM v0 finished installing (its InstallPlan made every object, the generated RBAC
-    included, before the next step compares what it made with what pivoter had)."""
+def _csvs(plan: Object) -> list[str]:
+    return list((plan.get("spec") or {}).get("clusterServiceVersionNames") or [])
+
+
+def _installed(plans: list[Object], csv: str) -> bool:
+    """Whether OLM v0 finished installing ``csv`` (a plan of the group that installs it made
+    every object, the generated RBAC included, before the next step compares what it made with
+    what pivoter had)."""
     return any(
-        (p.get("status") or {}).get("phase") == "Complete"
-        for p in _plans(kube, namespace, subscription, csv)
+        (p.get("status") or {}).get("phase") == "Complete" and csv in _csvs(p) for p in plans
     )
 
 
-def _approve(kube: Kube, namespace: str, subscription: str, csv: str) -> None:
-    """A Manual Subscription's InstallPlan that installs only CSVs already running is
-    approved: it changes no version, and handing back is what was asked (any other plan is
+def _approve(kube: Kube, namespace: str, plans: list[Object], running: set[str]) -> None:
+    """A Manual Subscription's InstallPlan that installs only CSVs of the group that already run
+    is approved: it changes no version, and handing back is what was asked (any other plan is
     left alone)."""
-    for plan in _plans(kube, namespace, subscription, csv):
-        spec = plan.get("spec") or {}
-        if spec.get("clusterServiceVersionNames") == [csv] and not spec.get("approved"):
+    for plan in plans:
+        names = _csvs(plan)
+        if names and set(names) <= running and not (plan.get("spec") or {}).get("approved"):
             with contextlib.suppress(NotFound):
                 patch = {"spec": {"approved": True}}
                 kube.merge_patch(INSTALL_PLANS, plan["metadata"]["name"], patch, namespace)

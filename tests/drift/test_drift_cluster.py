@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from pivoter.apis.resources import BUNDLE_DEPLOYMENTS
-from pivoter.kube import NotFound, Resource
+from pivoter.kube import Conflict, NotFound, Resource
 from tests import manifests
 from tests.cluster import session_labels, unique_name, wait_for
 from tests.drift.running import Pivoter, condition
@@ -203,11 +203,17 @@ def test_a_stopped_deployment_is_seen_deleted_and_never_corrects_again(
     # then deleted. Deleting raises the generation; the daemon says it saw that in
     # status.observedGeneration, and from then on corrects nothing (OLM v0 owns the objects).
     name, group = _install(pivoter, namespace)
-    bd = pivoter.get(name)
     hold = "example.com/hold"
-    pivoter.kube.set_finalizers(BUNDLE_DEPLOYMENTS, bd, [hold])
     before = int(pivoter.get(name)["metadata"]["generation"])
-    pivoter.kube.delete(BUNDLE_DEPLOYMENTS, name)
+    # Deleted only as traded (the undo does the same): the daemon may put its uninstall finalizer
+    # back between the two writes, and a deletion then would uninstall.
+    deleted = False
+    while not deleted:
+        traded = pivoter.kube.set_finalizers(BUNDLE_DEPLOYMENTS, pivoter.get(name), [hold])
+        with contextlib.suppress(Conflict):
+            version = traded["metadata"]["resourceVersion"]
+            pivoter.kube.delete(BUNDLE_DEPLOYMENTS, name, resource_version=version)
+            deleted = True
     try:
         deleting = pivoter.get(name)
         assert deleting["metadata"]["deletionTimestamp"]
