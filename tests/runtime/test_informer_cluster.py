@@ -182,6 +182,31 @@ def test_configmaps_are_cached_through_create_patch_and_delete(
         kube.get(CONFIGMAPS, "c", namespace)
 
 
+def test_a_delete_guarded_by_a_resource_version_refuses_a_changed_object(
+    kube: Kube, namespace: str
+) -> None:
+    # What the OLM v0 hand-back relies on: a finalizer another writer put back after our write
+    # is never deleted with (pivoter.olmv0.undo, Stopping).
+    created = apply(
+        kube, manifests.configmap("guarded", namespace, {"k": "0"}), field_manager="pivoter-test"
+    )
+    ours = kube.set_finalizers(CONFIGMAPS, created, ["example.com/ours"])
+    theirs = kube.set_finalizers(CONFIGMAPS, ours, ["example.com/ours", "example.com/theirs"])
+    with pytest.raises(Conflict):
+        kube.delete(
+            CONFIGMAPS, "guarded", namespace, resource_version=ours["metadata"]["resourceVersion"]
+        )
+    assert not kube.get(CONFIGMAPS, "guarded", namespace)["metadata"].get("deletionTimestamp")
+    kube.delete(
+        CONFIGMAPS, "guarded", namespace, resource_version=theirs["metadata"]["resourceVersion"]
+    )
+    deleting = kube.get(CONFIGMAPS, "guarded", namespace)
+    assert deleting["metadata"]["deletionTimestamp"]
+    kube.set_finalizers(CONFIGMAPS, deleting, [])
+    with pytest.raises(NotFound):
+        kube.get(CONFIGMAPS, "guarded", namespace)
+
+
 def test_garbage_collection_is_seen_by_the_informer(
     kube: Kube, namespace: str, informers: list[Informer]
 ) -> None:
