@@ -1,7 +1,9 @@
 """The in-memory copy of one kind's objects that an informer keeps and controllers read.
 
 Keys are ``namespace/name`` (``name`` for cluster-scoped objects), as in client-go, and objects
-are also indexed by namespace so a controller lists one namespace without scanning the cluster.
+are also indexed by namespace and by each label (``key=value``), so that a controller lists one
+namespace, or what a label selector names (:mod:`pivoter.runtime.cachedreads`), without scanning
+the whole cache: at a thousand inputs a scan per pass made every pass cost every other input.
 Objects handed out are shared with the cache: treat them as read-only (copy before changing).
 Written only by :class:`pivoter.runtime.informer.Informer`.
 """
@@ -37,12 +39,18 @@ def _rv(obj: Object) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion") or "")
 
 
+def _label_pairs(obj: Object) -> builtins.list[tuple[str, str]]:
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    return [(str(k), str(v)) for k, v in labels.items()] if isinstance(labels, dict) else []
+
+
 class Store:
-    """A thread-safe map of key -> object with a namespace index."""
+    """A thread-safe map of key -> object with a namespace index and a label index."""
 
     def __init__(self) -> None:
         self._items: dict[str, Object] = {}
         self._by_namespace: dict[str, set[str]] = {}
+        self._by_label: dict[tuple[str, str], set[str]] = {}
         self._lock = threading.RLock()
 
     def get(self, key: str) -> Object | None:
@@ -62,6 +70,30 @@ class Store:
         with self._lock:
             return list(self._items)
 
+    def labelled(self, label: str, value: str) -> builtins.list[str]:
+        """The keys of the cached objects whose label ``label`` is ``value``."""
+        with self._lock:
+            return list(self._by_label.get((label, value), ()))
+
+    def _index(self, key: str, obj: Object) -> None:
+        self._by_namespace.setdefault(split_key(key)[0], set()).add(key)
+        for pair in _label_pairs(obj):
+            self._by_label.setdefault(pair, set()).add(key)
+
+    def _unindex(self, key: str, obj: Object, *, namespace: bool) -> None:
+        if namespace:
+            keys = self._by_namespace.get(split_key(key)[0])
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self._by_namespace[split_key(key)[0]]
+        for pair in _label_pairs(obj):
+            labelled = self._by_label.get(pair)
+            if labelled is not None:
+                labelled.discard(key)
+                if not labelled:
+                    del self._by_label[pair]
+
     def __len__(self) -> int:
         with self._lock:
             return len(self._items)
@@ -71,9 +103,10 @@ class Store:
         key = object_key(obj)
         with self._lock:
             old = self._items.get(key)
+            if old is not None:
+                self._unindex(key, old, namespace=False)
             self._items[key] = obj
-            namespace, _ = split_key(key)
-            self._by_namespace.setdefault(namespace, set()).add(key)
+            self._index(key, obj)
             return old
 
     def delete(self, obj: Object) -> Object | None:
@@ -81,12 +114,8 @@ class Store:
         key = object_key(obj)
         with self._lock:
             old = self._items.pop(key, None)
-            namespace, _ = split_key(key)
-            keys = self._by_namespace.get(namespace)
-            if keys is not None:
-                keys.discard(key)
-                if not keys:
-                    del self._by_namespace[namespace]
+            if old is not None:
+                self._unindex(key, old, namespace=True)
             return old
 
     def replace(
@@ -105,6 +134,7 @@ class Store:
             deleted = [obj for key, obj in self._items.items() if key not in fresh]
             self._items = fresh
             self._by_namespace = {}
-            for key in fresh:
-                self._by_namespace.setdefault(split_key(key)[0], set()).add(key)
+            self._by_label = {}
+            for key, obj in fresh.items():
+                self._index(key, obj)
         return added, updated, deleted

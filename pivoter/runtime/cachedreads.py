@@ -31,7 +31,7 @@ from typing import Any
 from pivoter.kube import NotFound
 from pivoter.kube.client import Kube, Object
 from pivoter.kube.selectors import Selector, parse
-from pivoter.runtime.cache import object_key
+from pivoter.runtime.cache import Store, object_key
 from pivoter.runtime.informer import EventHandler, Informer
 from pivoter.runtime.readcache import ReadYourWrites
 from provisioners.apply.resources import Resource
@@ -152,7 +152,7 @@ class CachedReads(Kube):
     ) -> builtins.list[Object]:
         view = self._view(informer)
         scope = namespace if namespace and informer.resource.namespaced else None
-        keys = {object_key(o) for o in informer.store.list(scope)}
+        keys = _candidates(informer.store, wanted, scope)
         keys.update(k for k in view.pending() if scope is None or k.startswith(f"{scope}/"))
         items = []
         for key in sorted(keys):
@@ -196,3 +196,21 @@ class CachedReads(Kube):
         self, resource: Resource, name: str, status: Object, namespace: str | None = None
     ) -> Object:
         return self._wrote(resource, super().patch_status(resource, name, status, namespace))
+
+
+def _candidates(store: Store, wanted: Selector, scope: str | None) -> set[str]:
+    """The keys that may meet ``wanted`` in ``scope``: those the label index gives for its
+    narrowest ``a=x`` or ``a in (x, y)`` requirement (a pass reads its own few objects, not the
+    whole cache), else every key of the scope."""
+    narrowest: set[str] | None = None
+    for requirement in wanted.requirements:
+        if requirement.operator not in ("In", "Equals"):
+            continue
+        found = {k for v in requirement.values for k in store.labelled(requirement.key, v)}
+        if narrowest is None or len(found) < len(narrowest):
+            narrowest = found
+    if narrowest is None:
+        return {object_key(o) for o in store.list(scope)}
+    if scope is None:
+        return narrowest
+    return {k for k in narrowest if k.startswith(f"{scope}/")}

@@ -62,6 +62,32 @@ def test_upsert_and_delete_keep_the_namespace_index() -> None:
     assert store.delete(_obj("a", "3")) is None
 
 
+def _labelled(name: str, rv: str, **labels: str) -> dict[str, Any]:
+    obj = _obj(name, rv)
+    obj["metadata"]["labels"] = labels
+    return obj
+
+
+def test_the_label_index_follows_upserts_deletes_and_relists() -> None:
+    store = Store()
+    store.upsert(_labelled("a", "1", app="web", tier="front"))
+    store.upsert(_labelled("b", "1", app="web"))
+    assert sorted(store.labelled("app", "web")) == ["ns/a", "ns/b"]
+    assert store.labelled("tier", "front") == ["ns/a"]
+    # A label changed or removed leaves the old entry; a deletion leaves none.
+    store.upsert(_labelled("a", "2", app="db"))
+    assert store.labelled("app", "web") == ["ns/b"]
+    assert store.labelled("app", "db") == ["ns/a"]
+    assert store.labelled("tier", "front") == []
+    store.delete(_labelled("b", "3"))
+    assert store.labelled("app", "web") == []
+    store.replace([_labelled("c", "4", app="web"), _labelled("a", "2", app="db")])
+    assert store.labelled("app", "web") == ["ns/c"]
+    assert store.labelled("app", "db") == ["ns/a"]
+    store.replace([])
+    assert store.labelled("app", "db") == []
+
+
 def test_owner_keys_maps_dependents_to_their_owners() -> None:
     child = _obj("child", "1")
     child["metadata"]["ownerReferences"] = [
