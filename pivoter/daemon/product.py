@@ -130,6 +130,7 @@ def build(manager: Manager, settings: Settings, hooks: Hooks | None = None) -> P
             health_interval_seconds=settings.health_interval,
             full_check_interval_seconds=settings.full_check_interval,
             registries=registries,
+            workers=settings.concurrent,
         ),
         registries=registries,
     )
@@ -178,11 +179,15 @@ def _catalogs_and_inputs(
         catalogd_ca=CatalogdCA(settings.catalogd_ca) if settings.catalogd_ca else None,
         registries=product.registries,
     )
-    pinner = ImagePinner(product.registries) if product.registries is not None else None
+    pinner = (
+        ImagePinner(product.registries, reads=manager.reads)
+        if product.registries is not None
+        else None
+    )
     revisions = product.revisions = resolvesets.setup(
         manager, namespace=product.namespace, prepare=pinner.pin if pinner is not None else None
     )
-    preparer = Preparer(manager.kube, product.bundles, Identities(manager.kube))
+    preparer = Preparer(manager.reads, product.bundles, Identities(manager.kube))
     every_input = settings.scope is Scope.ALL
     if every_input:
         # An input kind whose CRD is not installed would keep the informers from ever syncing
@@ -190,7 +195,12 @@ def _catalogs_and_inputs(
         # the API server cannot be asked; deploy/ installs every CRD).
         if not reachable or _served(manager, RESOLUTIONS):
             product.resolutions = inputs.setup(
-                manager, cache=cache, store=revisions, preparer=preparer, recorder=recorder
+                manager,
+                cache=cache,
+                store=revisions,
+                preparer=preparer,
+                recorder=recorder,
+                workers=settings.concurrent,
             )
         if not reachable or _served(manager, PLATFORM_OPERATORS):
             account = settings.platform_operator_service_account
@@ -205,6 +215,7 @@ def _catalogs_and_inputs(
                     )
                 ),
                 recorder=recorder,
+                workers=settings.concurrent,
             )
     olm = None
     if serve_olmv1 or serve_later:
@@ -222,6 +233,7 @@ def _catalogs_and_inputs(
                 registries=product.registries,
             ),
             recorder=recorder,
+            workers=settings.concurrent,
             extensions=every_input,
             serving=serve_olmv1,
         )

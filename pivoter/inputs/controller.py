@@ -95,8 +95,9 @@ def register(
     revisions = manager.informer_for(
         CONFIG_MAPS, namespace=store.namespace, label_selector=REVISIONS_SELECTOR
     )
+    # Reads from the informer caches (a pass with nothing to do makes no request).
     engine = InputEngine(
-        manager.kube,
+        manager.reads,
         cache,
         store,
         preparer=preparer,
@@ -106,7 +107,7 @@ def register(
         inputs_cache=_cached_inputs(manager),
         relevance=Relevance(cache),
     )
-    reconciler = InputReconciler(manager.kube, engine, kind, recorder=recorder)
+    reconciler = InputReconciler(manager.reads, engine, kind, recorder=recorder)
     controller = manager.controller(name, reconciler.reconcile, workers=workers)
     inputs = manager.informer_for(kind.resource)
     kind_name = kind.resource.kind

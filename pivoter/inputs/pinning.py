@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pivoter.apis.resources import CATALOGS, CLUSTER_CATALOGS
-from pivoter.kube import NotFound
+from pivoter.kube import Kube, NotFound
 from pivoter.registries import RegistryAccessProvider
 from pivoter.registries.verification import named_policy
 from provisioners.httpclient import TlsOptions
@@ -51,6 +51,10 @@ class ImagePinner:
 
     registries: RegistryAccessProvider
     options: FetchOptions = dataclasses.field(default_factory=FetchOptions)
+    reads: Kube | None = None
+    """Where the catalogs that name a policy are read (the daemon's informer caches, so that
+    pinning under the claims lock asks the API server nothing it holds); None: the registries'
+    client."""
 
     def pin(self, document: ResolveSet, owner: Mapping[str, Any] | None) -> ResolveSet:
         """``document`` (of the input ``owner``) with each image's digest and signers recorded;
@@ -74,7 +78,7 @@ class ImagePinner:
         if resource is None or not name:
             return "", ""  # OLM v0's CatalogSources name no policy
         try:
-            obj = self.registries.kube.get(resource, name)
+            obj = (self.reads or self.registries.kube).get(resource, name)
         except NotFound:
             return "", ""  # deleted since it was resolved from: its policy no longer applies
         return named_policy(obj, kind)

@@ -24,8 +24,9 @@ def setup(
     namespace: str,
     prepare: Callable[[ResolveSet, Mapping[str, Any] | None], ResolveSet] | None = None,
 ) -> RevisionStore:
-    """The revision store in the daemon's ``namespace``, on ``manager``'s API client;
-    ``prepare``: what each new revision's document goes through before it is written."""
+    """The revision store in the daemon's ``namespace``, reading from ``manager``'s informer
+    caches (:attr:`~pivoter.runtime.Manager.reads`); ``prepare``: what each new revision's
+    document goes through before it is written."""
     return RevisionStore(
-        manager.kube, namespace, RevisionMetrics(manager.metrics.registry), prepare=prepare
+        manager.reads, namespace, RevisionMetrics(manager.metrics.registry), prepare=prepare
     )
