@@ -84,6 +84,7 @@ from bench.pivot import (  # noqa: E402
     resolution_ready,
 )
 from bench.steady_state import cpu_seconds, memory_mib  # noqa: E402
+from pivoter.daemon.settings import DEFAULT_CONCURRENT  # noqa: E402
 from pivoter.kube import Kube, KubeError, load_client  # noqa: E402
 from provisioners.apply.applier import Applier, Owner  # noqa: E402
 from provisioners.apply.kubeapi import KubeAPI  # noqa: E402
@@ -131,10 +132,15 @@ def manifests(namespace: str, version: str) -> str:
 
 
 class Daemon2(Daemon):
-    """``pivoter run`` with leader election, as deploy/ runs it."""
+    """``pivoter run`` with leader election, as deploy/ runs it, and ``--concurrent``."""
+
+    concurrent: int = DEFAULT_CONCURRENT
 
     def argv(self) -> list[str]:
-        return [*super().argv(), "--leader-elect", "--log-level", "info"]
+        return [
+            *super().argv(),
+            *("--leader-elect", "--log-level", "info", "--concurrent", str(self.concurrent)),
+        ]
 
 
 @dataclass
@@ -390,6 +396,12 @@ def scene_for(factor: int, args: argparse.Namespace, work: Path) -> Iterator[Sce
                 catalog.publisher.pusher.image(
                     package(i), f"1.0.{run}", [bundle_layer(package(i), f"1.0.{run}")]
                 )
+        if args.wide:
+            run = args.runs + 1
+            for i in range(count):
+                catalog.publisher.pusher.image(
+                    package(i), f"1.0.{run}", [bundle_layer(package(i), f"1.0.{run}")]
+                )
         timings["images"] = time.monotonic() - started
         catalog.publish()
         http_port = free_port()
@@ -412,6 +424,7 @@ def scene_for(factor: int, args: argparse.Namespace, work: Path) -> Iterator[Sce
             log=work / "daemon.log",
             webhook=False,
         )
+        daemon.concurrent = args.concurrent
         stack.callback(daemon.stop)
         daemon.start()
         resolutions = Recorder(kube, RESOLUTIONS)
@@ -497,6 +510,27 @@ def wait_served(scene: Scene, bundle: str, timeout: float = 120) -> None:
 # ---------------------------------------------------------------------------- the phases
 
 
+def busiest_minute(scene: Scene, seconds: float, every: float) -> float:
+    """Over the next ``seconds`` (the warm-up right after setup, when the inputs settle): the
+    daemon's API requests per second in its busiest 60 s (over the whole span when shorter),
+    from its ``pivoter_kube_requests_total`` every ``every`` seconds."""
+    points: list[tuple[float, float]] = []
+    end = time.monotonic() + seconds
+    while True:
+        now = time.monotonic()
+        points.append((now, sum(kube_requests(metrics_text(scene.daemon)).values())))
+        if now >= end:
+            break
+        time.sleep(min(every, end - now))
+    span = min(60.0, points[-1][0] - points[0][0])
+    best = 0.0
+    for i, (start, count) in enumerate(points):
+        later = next(((t, c) for t, c in points[i + 1 :] if t - start >= span), None)
+        if later is not None and later[0] > start:
+            best = max(best, (later[1] - count) / (later[0] - start))
+    return best
+
+
 def idle(
     scene: Scene, args: argparse.Namespace
 ) -> tuple[list[ProcessFigures], dict[str, float], float]:
@@ -513,15 +547,16 @@ def idle(
     return processes, {k: v for k, v in delta.items() if v}, window
 
 
-def change(scene: Scene, run: int, args: argparse.Namespace) -> ChangeResult:
-    """Offer 1.0.``run`` of the first 100 packages; time until all 100 have pivoted."""
-    changed = [package(i) for i in range(min(CHANGED, scene.count))]
+def change(scene: Scene, run: int, args: argparse.Namespace, *, wide: bool = False) -> ChangeResult:
+    """Offer 1.0.``run`` of the first 100 packages (``wide``: of every package); time until all
+    of them have pivoted."""
+    changed = [package(i) for i in range(scene.count if wide else min(CHANGED, scene.count))]
     version = f"1.0.{run}"
-    previous = f"1.0.{run - 1}" if run > 1 else "1.0.0"
+    revisions = {}
     for name in changed:
-        scene.catalog.publisher.packages[name].append(
-            Version(version, manifests(name, version), replaces=previous)
-        )
+        versions = scene.catalog.publisher.packages[name]
+        versions.append(Version(version, manifests(name, version), replaces=versions[-1].version))
+        revisions[name] = len(versions)  # each version published is one revision
     before = _digest(scene.catalogs.latest.get(CATALOG))
     scene.catalog.publish()
     wait_served(scene, f"{changed[0]}.v{version}")
@@ -532,7 +567,6 @@ def change(scene: Scene, run: int, args: argparse.Namespace) -> ChangeResult:
         reconciles(text, "resolutions"),
     )
     ticks = cpu_seconds(scene.daemon.pid)
-    revision = run + 1
     seconds = 1800.0
     with (
         profiling(args, scene.daemon.pid, f"pivot-{scene.factor}x.txt", 60)
@@ -544,7 +578,7 @@ def change(scene: Scene, run: int, args: argparse.Namespace) -> ChangeResult:
         scene.kube.merge_patch(CATALOGS, CATALOG, {"spec": {"pollInterval": interval}})
         deadline = t0 + seconds
         while True:
-            done = _pivoted(scene, changed, revision, version)
+            done = _pivoted(scene, revisions, version)
             if done == len(changed):
                 break
             if time.monotonic() > deadline:
@@ -564,7 +598,7 @@ def change(scene: Scene, run: int, args: argparse.Namespace) -> ChangeResult:
         ),
         None,
     )
-    ready_times = _ready_times(scene, t0, changed, revision, version)
+    ready_times = _ready_times(scene, t0, revisions, version)
     assert detected is not None
     return ChangeResult(
         detected=detected - t0,
@@ -577,47 +611,50 @@ def change(scene: Scene, run: int, args: argparse.Namespace) -> ChangeResult:
     )
 
 
-def _pivoted(scene: Scene, names: Sequence[str], revision: int, version: str) -> int:
+def _owner(obj: Mapping[str, Any]) -> str:
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    return str(annotations.get(INPUT_ANNOTATION, "")).partition("/")[2]
+
+
+def _child_at(obj: Mapping[str, Any], revisions: Mapping[str, int], version: str) -> bool:
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    owner = _owner(obj)
+    return (
+        owner in revisions
+        and annotations.get(VERSION_ANNOTATION) == version
+        and child_ready(obj, revisions[owner])
+    )
+
+
+def _pivoted(scene: Scene, revisions: Mapping[str, int], version: str) -> int:
     with scene.resolutions._cond:
         ready = {
-            n for n in names if resolution_ready(scene.resolutions.latest.get(n) or {}, revision)
+            n
+            for n, revision in revisions.items()
+            if resolution_ready(scene.resolutions.latest.get(n) or {}, revision)
         }
     with scene.bds._cond:
         children = {
-            str(
-                ((o.get("metadata") or {}).get("annotations") or {}).get(INPUT_ANNOTATION, "")
-            ).partition("/")[2]
-            for o in scene.bds.latest.values()
-            if child_ready(o, revision)
-            and ((o.get("metadata") or {}).get("annotations") or {}).get(VERSION_ANNOTATION)
-            == version
+            _owner(o) for o in scene.bds.latest.values() if _child_at(o, revisions, version)
         }
     return len(ready & children)
 
 
 def _ready_times(
-    scene: Scene, since: float, names: Sequence[str], revision: int, version: str
+    scene: Scene, since: float, revisions: Mapping[str, int], version: str
 ) -> list[float]:
-    """Per Resolution of ``names``: when it was first Ready on ``revision`` with its child
+    """Per Resolution of ``revisions``: when it was first Ready on its revision with its child
     Installed at ``version`` (both from the watch events)."""
-    wanted = set(names)
     ready: dict[str, float] = {}
     for at, type_, obj in scene.resolutions.since(since):
         name = obj["metadata"]["name"]
-        if name in wanted and type_ != "DELETED" and resolution_ready(obj, revision):
+        if name in revisions and type_ != "DELETED" and resolution_ready(obj, revisions[name]):
             ready.setdefault(name, at)
     child: dict[str, float] = {}
     for at, type_, obj in scene.bds.since(since):
-        annotations = (obj.get("metadata") or {}).get("annotations") or {}
-        owner = str(annotations.get(INPUT_ANNOTATION, "")).partition("/")[2]
-        if (
-            owner in wanted
-            and type_ != "DELETED"
-            and annotations.get(VERSION_ANNOTATION) == version
-            and child_ready(obj, revision)
-        ):
-            child.setdefault(owner, at)
-    return [max(ready[n], child[n]) for n in names]
+        if type_ != "DELETED" and _child_at(obj, revisions, version):
+            child.setdefault(_owner(obj), at)
+    return [max(ready[n], child[n]) for n in revisions]
 
 
 def measure(factor: int, args: argparse.Namespace) -> FactorResult:
@@ -632,12 +669,16 @@ def measure(factor: int, args: argparse.Namespace) -> FactorResult:
             wait_setup(scene, args.setup_timeout)
             scene.timings["installed"] = time.monotonic() - started
             print(f"  {factor}x set up: {scene.timings}", file=sys.stderr)
-            time.sleep(args.warmup)
+            busiest = busiest_minute(scene, args.warmup, args.interval)
+            print(f"  {factor}x busiest minute of the warm-up: {busiest:.1f}/s", file=sys.stderr)
             processes, requests, window = idle(scene, args)
             changes = []
             for run in range(1, args.runs + 1):
                 changes.append(change(scene, run, args))
                 print(f"  {factor}x change {run}: {changes[-1]}", file=sys.stderr)
+            wide = change(scene, args.runs + 1, args, wide=True) if args.wide else None
+            if wide is not None:
+                print(f"  {factor}x change of every input: {wide}", file=sys.stderr)
             return FactorResult(
                 factor=factor,
                 resolutions=scene.count,
@@ -647,6 +688,8 @@ def measure(factor: int, args: argparse.Namespace) -> FactorResult:
                 requests=requests,
                 window=window,
                 changes=changes,
+                busiest_minute=busiest,
+                wide=wide,
             )
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -674,6 +717,17 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--interval", type=float, default=5.0, help="seconds between samples")
     parser.add_argument("--setup-timeout", type=float, default=10800.0)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--wide",
+        action="store_true",
+        help="after the --runs changes, one change offering a new version of every package",
+    )
+    parser.add_argument(
+        "--concurrent",
+        type=int,
+        default=DEFAULT_CONCURRENT,
+        help=f"the daemon's --concurrent (default {DEFAULT_CONCURRENT}, pivoter run's)",
+    )
     parser.add_argument(
         "--no-watch-cache",
         dest="watch_cache",

@@ -86,6 +86,10 @@ class FactorResult:
     """The daemon's API requests in the idle window, by ``verb resource``."""
     window: float
     changes: list[ChangeResult]
+    busiest_minute: float = math.nan
+    """The daemon's API requests per second in the busiest 60 s of the warm-up after setup."""
+    wide: ChangeResult | None = None
+    """A change offering a new version of every package (``--wide``)."""
 
     @property
     def daemon(self) -> ProcessFigures:
@@ -177,6 +181,23 @@ def scale_table(results: Sequence[FactorResult]) -> list[str]:
             lambda r: r.change_median(lambda c: c.reconciles),
             ".0f",
         ),
+        (
+            "**API requests per second, busiest minute of the warm-up after setup**",
+            lambda r: r.busiest_minute,
+            ".1f",
+        ),
+        (
+            "**a change of every input (`--wide`): detected → all pivoted, s**",
+            lambda r: r.wide.last if r.wide else math.nan,
+            ".1f",
+        ),
+        (
+            "... detected → first pivoted, s",
+            lambda r: r.wide.first if r.wide else math.nan,
+            ".1f",
+        ),
+        ("... daemon CPU, s", lambda r: r.wide.cpu if r.wide else math.nan, ".1f"),
+        ("... daemon API requests", lambda r: r.wide.requests if r.wide else math.nan, ".0f"),
     ]
     lines = [f"| measurement | {head} |", "|---|" + "---|" * len(results)]
     lines += [f"| {text} | {_cells(results, read, fmt)} |" for text, read, fmt in rows]

@@ -22,6 +22,7 @@ from pivoter.cli.exitcodes import ExitCode
 from pivoter.cli.flags import Address as FlagAddress
 from pivoter.cli.flags import (
     CertDirectory,
+    Count,
     HostPort,
     Name,
     NamespacedName,
@@ -33,6 +34,7 @@ from pivoter.cli.flags import (
 from pivoter.cli.output import error
 from pivoter.daemon.settings import (
     DEFAULT_CATALOGD_ADDRESS,
+    DEFAULT_CONCURRENT,
     DEFAULT_CONTENT_ADDRESS,
     DEFAULT_HEALTH_ADDRESS,
     DEFAULT_LEASE,
@@ -125,6 +127,13 @@ def register(subparsers: Subparsers) -> None:
         type=Name("dns-label", "namespace"),
         help="pivoter's namespace: Secrets and ConfigMaps of bundle and catalog sources, "
         f"ResolveSets (default: the Pod's namespace, else {DEFAULT_NAMESPACE})",
+    )
+    parser.add_argument(
+        "--concurrent",
+        type=Count(maximum=64),
+        default=DEFAULT_CONCURRENT,
+        help="objects of one kind reconciled at once: workers of each input and "
+        f"BundleDeployment controller (default {DEFAULT_CONCURRENT})",
     )
     parser.add_argument(
         "--store-dir",
@@ -304,6 +313,7 @@ def settings_from(args: argparse.Namespace) -> RunSettings:
             webhook=_webhook(args),
             global_pull_secret=args.global_pull_secret,
             registries_conf=Path(args.registries_conf) if args.registries_conf else None,
+            concurrent=args.concurrent,
         ),
         kubeconfig=args.kubeconfig,
         metrics_address=_address(args.metrics_bind_address),

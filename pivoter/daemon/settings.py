@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_CATALOGD_ADDRESS",
+    "DEFAULT_CONCURRENT",
     "DEFAULT_CONTENT_ADDRESS",
     "DEFAULT_FULL_CHECK_INTERVAL",
     "DEFAULT_HEALTH_ADDRESS",
@@ -75,6 +76,8 @@ DEFAULT_HEALTH_INTERVAL = 10.0
 """Seconds between health checks of an installed BundleDeployment."""
 DEFAULT_FULL_CHECK_INTERVAL = 600.0
 """Seconds between full drift checks of an installed BundleDeployment."""
+DEFAULT_CONCURRENT = 4
+"""Workers per controller of inputs and BundleDeployments (``--concurrent``)."""
 
 IN_CLUSTER_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
@@ -167,6 +170,9 @@ class Settings:
     registries_conf: Path | None = None
     """A containers ``registries.conf`` (v2) whose mirrors every pull uses; None: none (the
     cluster's ImageDigestMirrorSets and ImageTagMirrorSets still apply when served)."""
+    concurrent: int = DEFAULT_CONCURRENT
+    """Workers of each controller of inputs and BundleDeployments (``--concurrent``, Flux's
+    name for the same setting): how many objects of one kind are reconciled at once."""
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from pathlib import Path
 from pivoter.cli.exitcodes import ExitCode
 from pivoter.cli.flags import Address
 from pivoter.cli.main import build_parser
+from pivoter.cli.run import settings_from
 from tests.clirun import pivoter
 
 
@@ -28,6 +29,16 @@ def test_flags_and_defaults() -> None:
         args.leader_election_retry_period,
     ) == (15.0, 10.0, 2.0)
     assert (args.log_format, args.log_level) == ("json", "info")
+
+
+def test_concurrent_sets_the_workers_and_is_checked() -> None:
+    assert settings_from(build_parser().parse_args(["run"])).product.concurrent == 4
+    args = build_parser().parse_args(["run", "--concurrent", "8"])
+    assert settings_from(args).product.concurrent == 8
+    result = _run("--concurrent", "0")
+    assert result.returncode == ExitCode.USAGE
+    assert "--concurrent" in result.stderr
+    assert "0 is out of range (1-64)" in result.stderr
 
 
 def test_a_missing_kubeconfig_fails_fast_and_says_so(tmp_path: Path) -> None:
