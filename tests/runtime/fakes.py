@@ -33,6 +33,7 @@ class MemoryLeaseLock:
         self.record: LeaseRecord | None = None
         self.version = 0
         self.fail = False
+        self.reads = 0
         self._lock = threading.Lock()
 
     def describe(self) -> str:
@@ -40,6 +41,7 @@ class MemoryLeaseLock:
 
     def get(self) -> tuple[LeaseRecord, str] | None:
         with self._lock:
+            self.reads += 1
             self._maybe_fail()
             return None if self.record is None else (self.record, str(self.version))
 

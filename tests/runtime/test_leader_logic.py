@@ -193,3 +193,20 @@ def test_a_lease_taken_by_someone_else_stops_the_leader() -> None:
     assert log == ["a+", "a-"]
     a.stop()
     assert lock.record.holder == "intruder"  # no release of a lease that is not ours
+
+
+def test_a_leader_renews_with_one_update_and_no_read() -> None:
+    # client-go's fast path: the record it wrote last is the Lease's current version, unless
+    # someone changed it (then the update conflicts and the Lease is read).
+    lock, log = MemoryLeaseLock(), list[str]()
+    a = _threaded("a", lock, log)
+    a.start()
+    wait_for(a.is_leader, timeout=5, interval=0.01, what="a to lead")
+    with lock._lock:
+        reads, version = lock.reads, lock.version
+    wait_for(lambda: lock.version >= version + 5, timeout=5, interval=0.01, what="renewals")
+    with lock._lock:
+        assert lock.reads == reads
+        assert lock.record is not None
+        assert lock.record.holder == "a"
+    a.stop()
