@@ -10,7 +10,7 @@ fakes, as :class:`pivoter.pivot.PivotMachine` is. Called by :mod:`pivoter.inputs
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from pivoter.inputs import held
@@ -56,6 +56,10 @@ class Pass:
     children: Children
     active: ResolveSet | None
     """The active revision's ResolveSet (None: never installed, or lost to a hand edit)."""
+    later: list[Callable[[], None]] = field(default_factory=list)
+    """What the decision still does that claims nothing: run by the engine once the claims lock
+    is released (preparing a plan pulls, unpacks and dry-runs its bundles; under the lock every
+    other input waited for it)."""
 
 
 class EnginePort(Protocol):
@@ -113,10 +117,10 @@ def act(
         return False
     plan = make_plan(p.active, target, revision=number, active=p.record.active)
     if action is Action.PAUSED:
-        paused(engine, p, number, target, plan)
+        p.later.append(lambda: paused(engine, p, number, target, plan))
         return False
     if action is Action.AWAITING_APPROVAL:
-        awaiting_approval(engine, p, number, target, plan)
+        p.later.append(lambda: awaiting_approval(engine, p, number, target, plan))
         return False
     start_pivot(engine, p, number, target, plan, recreate=decision.recreate)
     return True

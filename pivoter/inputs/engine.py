@@ -151,8 +151,11 @@ class InputEngine:
             # What the other inputs hold is read, resolved against and claimed (the pivot's
             # record written) by one input at a time, so two inputs never both select a
             # package nobody holds yet.
+            p = Pass(obj, spec, record, out, persist, children, active)
             with self.claims:
-                started = self._resolve(Pass(obj, spec, record, out, persist, children, active))
+                started = self._resolve(p)
+            for step in p.later:
+                step()
             if not started:
                 self._ended(spec, record, out, active if record.active == checked else None)
                 return out.outcome()

@@ -75,10 +75,17 @@ def _act(action: Action, p: actions.Pass, engine: FakeEngine, **situation: Any) 
     return actions.act(engine, p, Decision(action), Situation(**situation), number=2, target=V2)
 
 
+def _later(p: actions.Pass) -> None:
+    """What the engine runs after the claims lock (pivoter.inputs.engine)."""
+    for step in p.later:
+        step()
+
+
 def test_a_pivot_starts_and_claims_its_target() -> None:
     engine = FakeEngine()
     p, persisted = _pass(Record(active=1, last_successful=1))
     assert _act(Action.PIVOT, p, engine) is True
+    assert p.later == []  # the claim is persisted under the lock
     assert engine.started == [(2, 1)]
     assert persisted
     assert persisted[-1].pivot is not None
@@ -97,6 +104,9 @@ def test_paused_publishes_the_plan_with_its_objects_and_waits() -> None:
     engine = FakeEngine()
     p, persisted = _pass(Record(active=1), paused=True)
     assert _act(Action.PAUSED, p, engine) is False
+    # Prepared once the claims lock is released: it claims nothing, and pulls and dry-runs.
+    assert engine.planned == []
+    _later(p)
     assert p.out.progressing.state is ProgressState.PAUSED
     assert p.out.pending_plan is not None
     assert p.out.pending_plan["revision"] == 2
@@ -113,6 +123,8 @@ def test_manual_approval_publishes_the_plan_with_its_objects() -> None:
     engine = FakeEngine()
     p, persisted = _pass(Record(active=1), approval="Manual")
     assert _act(Action.AWAITING_APPROVAL, p, engine) is False
+    assert engine.planned == []
+    _later(p)
     assert p.out.progressing.state is ProgressState.AWAITING_APPROVAL
     assert engine.planned == [2]
     assert p.out.pending_plan is not None
