@@ -25,7 +25,7 @@ def _waits_on_others(obj: Mapping[str, Any], package: str) -> bool:
     status = obj.get("status") or {}
     if any(s.get("package") == package for s in status.get("sharedDependencies") or []):
         return True
-    return Record.from_status(status).resolution is ResolutionState.UNSATISFIABLE
+    return Record.resolution_in(status) is ResolutionState.UNSATISFIABLE
 
 
 def dependents_of(kind: str, inputs: Callable[[], list[Object]]) -> Callable[[Object], list[str]]:

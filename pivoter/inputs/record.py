@@ -83,11 +83,20 @@ class Record:
             "pivot": pivot,
         }
 
+    @staticmethod
+    def resolution_in(status: Mapping[str, Any] | None) -> ResolutionState | None:
+        """:attr:`resolution` of the record kept in ``status``, read alone (a watch mapper asks
+        it of every input on every child event: the whole record is not needed)."""
+        pivot = (status or {}).get("pivot")
+        return _state(pivot.get("resolution")) if isinstance(pivot, Mapping) else None
+
     @classmethod
     def from_status(cls, status: Mapping[str, Any] | None) -> Record:
         """The record kept in ``status``."""
         status = status or {}
-        pivot = status.get("pivot") or {}
+        pivot = status.get("pivot")
+        if not isinstance(pivot, Mapping):
+            pivot = {}  # none, or edited by hand into something else: no record
 
         def number(value: Any) -> int | None:
             try:

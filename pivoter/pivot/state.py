@@ -92,8 +92,9 @@ class PivotHead:
 
     @classmethod
     def read(cls, data: Mapping[str, Any] | None) -> PivotHead | None:
-        """As :meth:`PivotRecord.from_dict`: None when there is no record or it is garbled."""
-        if not data or not data.get("phase") or not data.get("revision"):
+        """As :meth:`PivotRecord.from_dict`: None when there is no record or it is garbled
+        (anything but a mapping included: status is only as trustworthy as who can write it)."""
+        if not isinstance(data, Mapping) or not data.get("phase") or not data.get("revision"):
             return None
         try:
             phase = Phase(str(data["phase"]))

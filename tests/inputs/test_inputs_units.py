@@ -11,6 +11,7 @@ from pivoter.apis.inputs import INPUT_KINDS
 from pivoter.inputs.controller import resolution_kind
 from pivoter.inputs.outcome import Outcome
 from pivoter.inputs.reconciler import FINALIZER, InputReconciler, Kind
+from pivoter.inputs.record import Record
 from pivoter.kube import Resource
 from provisioners.apply.kubeerrors import Unavailable
 
@@ -91,3 +92,20 @@ def test_a_kind_is_built_only_for_a_registered_input_kind(resource: Resource) ->
         Kind(resource, kind.spec_of, kind.status_of, kind.deletion_policy)
     for registered in INPUT_KINDS:
         assert Kind(registered.resource, kind.spec_of, kind.status_of, kind.deletion_policy)
+
+
+@pytest.mark.parametrize(
+    "status",
+    [
+        None,
+        {},
+        {"pivot": None},
+        {"pivot": "edited by hand"},
+        {"pivot": {"resolution": "Unsatisfiable"}},
+        {"pivot": {"resolution": "Resolved", "phase": "Succeeded", "revision": 2}},
+        {"pivot": {"resolution": "NotAState"}},
+        {"pivot": {"resolution": 7}},
+    ],
+)
+def test_the_resolution_read_alone_is_the_records(status: dict[str, Any] | None) -> None:
+    assert Record.resolution_in(status) is Record.from_status(status).resolution
