@@ -569,8 +569,8 @@ def change(scene: Scene, run: int, args: argparse.Namespace, *, wide: bool = Fal
     ticks = cpu_seconds(scene.daemon.pid)
     seconds = 1800.0
     with (
-        profiling(args, scene.daemon.pid, f"pivot-{scene.factor}x.txt", 60)
-        if run == 1
+        profiling(args, scene.daemon.pid, f"pivot-{'wide-' if wide else ''}{scene.factor}x.txt", 60)
+        if run == 1 or wide
         else contextlib.nullcontext()
     ):
         t0 = time.monotonic()
