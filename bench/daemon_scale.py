@@ -34,9 +34,13 @@ of that change.
 during the first change, writing collapsed stacks (``idle-<F>x.txt``, ``pivot-<F>x.txt``); take
 CPU figures from a run without it.
 
+``--wide`` adds one change offering a new version of every package (timed the same way), and
+the warm-up reports the daemon's API requests per second in its busiest 60 s.
+``--concurrent N`` is passed to ``pivoter run``.
+
 Usage: python bench/daemon_scale.py [--factors 1,3,10] [--runs 3] [--warmup 330] [--idle 300]
-       [--interval 5] [--setup-timeout 10800] [--seed 1] [--profile DIR --py-spy PATH]
-       [--keep-logs DIR]
+       [--interval 5] [--setup-timeout 10800] [--seed 1] [--wide] [--concurrent N]
+       [--profile DIR --py-spy PATH] [--keep-logs DIR]
 Prints Markdown tables for docs/benchmarks/daemon-scale.md.
 """
 
