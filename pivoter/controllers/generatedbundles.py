@@ -16,12 +16,13 @@ import contextlib
 import hashlib
 import json
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pivoter.apis import rukpak
 from pivoter.apis.resources import BUNDLES
 from pivoter.kube import Conflict, Kube, KubeError, NotFound, Object
+from pivoter.runtime.cache import Store
 from provisioners.apply.objects import LABEL_OWNER_KIND, LABEL_OWNER_NAME
 
 __all__ = [
@@ -106,14 +107,18 @@ def _generated_by(kube: Kube, bd_name: str) -> list[Object]:
     return owned
 
 
-def generated_from(bundles: Callable[[], Iterable[Object]]) -> Generated:
-    """A :data:`Generated` over ``bundles`` (an informer store's ``list``)."""
+def generated_from(bundles: Store) -> Generated:
+    """A :data:`Generated` over an informer's store of Bundles, through its label index (a scan
+    of every Bundle per BundleDeployment pass was 9 % of the daemon's samples in a change of
+    1000 inputs)."""
 
     def generated(bd_name: str) -> list[Object]:
+        found = (bundles.get(key) for key in sorted(bundles.labelled(LABEL_OWNER_NAME, bd_name)))
         return [
             b
-            for b in bundles()
-            if (labels := b["metadata"].get("labels") or {}).get(LABEL_OWNER_NAME) == bd_name
+            for b in found
+            if b is not None
+            and (labels := b["metadata"].get("labels") or {}).get(LABEL_OWNER_NAME) == bd_name
             and labels.get(LABEL_OWNER_KIND) == KIND
         ]
 

@@ -70,7 +70,7 @@ def setup(
     deployment_informer = manager.informer_for(BUNDLE_DEPLOYMENTS)
     # A pass with nothing to do makes no request: both kinds are read from the shared caches.
     deployments.cached = ReadYourWrites(deployment_informer.store.get)
-    deployments.generated = generated_from(bundle_informer.store.list)
+    deployments.generated = generated_from(bundle_informer.store)
     deployment_controller.watch(deployment_informer)
     # A generated Bundle carries its BundleDeployment's owner labels, as installed objects do.
     deployment_controller.watch(bundle_informer, owning_bundle_deployment)
