@@ -13,8 +13,9 @@ since, and the cache would hold old versions of objects again until the replay c
 
 Cached objects carry no ``metadata.managedFields`` (controller-runtime's
 ``TransformStripManagedFields``): nothing of the daemon reads who wrote which field from a cache
-(drift is compared through a server-side dry run), and they were a third of a cached object's
-memory at a thousand inputs. Read an object from the API server to see them.
+(drift is compared through a server-side dry run), and dropping them took the daemon from 283 to
+213 MiB at a thousand inputs (docs/benchmarks/daemon-scale.md). Read an object from the API
+server to see them.
 
 A :class:`pivoter.runtime.Manager` owns one informer per kind (and namespace) and shares it
 between all controllers that watch that kind.
