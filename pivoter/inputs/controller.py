@@ -20,6 +20,7 @@ from typing import Any
 from pivoter.apis.resources import BUNDLE_DEPLOYMENTS, BUNDLES, CATALOGS, CONFIG_MAPS, RESOLUTIONS
 from pivoter.apis.views import ResolutionView
 from pivoter.catalogs import CatalogCache, CatalogChange
+from pivoter.inputs import held
 from pivoter.inputs.catalogs import catalog_flips
 from pivoter.inputs.collector import RevisionCollector
 from pivoter.inputs.dependents import dependents_of
@@ -29,15 +30,24 @@ from pivoter.inputs.reconciler import InputReconciler, Kind
 from pivoter.inputs.relevance import Relevance
 from pivoter.inputs.spec import from_resolution
 from pivoter.inputs.status import resolution_status
+from pivoter.inputs.targets import revision_packages
 from pivoter.kube import EventRecorder, Object, Resource
 from pivoter.pivot import ANNOTATION_INPUT, Preparer
-from pivoter.resolvesets import REVISIONS_SELECTOR, RevisionStore, input_names
+from pivoter.resolvesets import REVISIONS_SELECTOR, RevisionStore, input_keys, input_names
+from pivoter.runtime.cache import Store
 from pivoter.runtime.informer import Informer
 from pivoter.runtime.manager import Manager
 
 __all__ = ["CONTROLLER_NAME", "RESOLUTIONS", "children_of", "register", "resolution_kind", "setup"]
 
 CONTROLLER_NAME = "resolutions"
+
+CHILD_PACKAGE_INDEX = "pivoter.io/package"
+"""An index of the BundleDeployments' cache: a child by the package it installs."""
+REVISION_PACKAGES_INDEX = "pivoter.io/packages"
+"""An index of the revisions' cache: a revision by the packages of its ResolveSet."""
+REVISION_INPUT_INDEX = "pivoter.io/input"
+"""An index of the revisions' cache: a revision by its input (``kind/name``, lower-case kind)."""
 
 
 def _deletion_policy(obj: Mapping[str, Any]) -> str:
@@ -62,18 +72,18 @@ def children_of(kind: str) -> Any:
     return mapper
 
 
-def _cached_inputs(manager: Manager) -> Callable[[Resource], list[Object] | None]:
-    """The objects of an input kind from the manager's informer of all of them (None when the
-    daemon has none: that kind is not served or has no controller here)."""
+def _cached_inputs(manager: Manager) -> Callable[[Resource], Store | None]:
+    """The cache of an input kind: the manager's informer of all of them (None when the daemon
+    has none: that kind is not served or has no controller here)."""
 
-    def cached(resource: Resource) -> list[Object] | None:
+    def cached(resource: Resource) -> Store | None:
         for informer in manager.informers:
             same = (informer.resource.api_version, informer.resource.kind) == (
                 resource.api_version,
                 resource.kind,
             )
             if same and not informer.namespace and not informer.label_selector:
-                return informer.store.list()
+                return informer.store
         return None
 
     return cached
@@ -95,6 +105,11 @@ def register(
     revisions = manager.informer_for(
         CONFIG_MAPS, namespace=store.namespace, label_selector=REVISIONS_SELECTOR
     )
+    children = manager.informer_for(BUNDLE_DEPLOYMENTS).store
+    # Indexes of the shared caches (the first controller to ask adds them): a resolving pass
+    # reads the holdings of the packages it can meet, not every child and revision.
+    children.add_index(CHILD_PACKAGE_INDEX, held.child_package)
+    revisions.store.add_index(REVISION_PACKAGES_INDEX, revision_packages)
     # Reads from the informer caches (a pass with nothing to do makes no request).
     engine = InputEngine(
         manager.reads,
@@ -102,9 +117,11 @@ def register(
         store,
         preparer=preparer,
         metrics=InputMetrics.of(manager.metrics.registry),
-        children_cache=manager.informer_for(BUNDLE_DEPLOYMENTS).store.list,
+        children_cache=children.list,
         revisions_cache=revisions.store.get,
         inputs_cache=_cached_inputs(manager),
+        children_by_package=lambda package: children.by_index(CHILD_PACKAGE_INDEX, package),
+        revisions_with=lambda package: revisions.store.by_index(REVISION_PACKAGES_INDEX, package),
         relevance=Relevance(cache),
     )
     reconciler = InputReconciler(manager.reads, engine, kind, recorder=recorder)
@@ -119,7 +136,7 @@ def register(
     controller.watch(manager.informer_for(BUNDLE_DEPLOYMENTS), children_of(kind_name))
     # Joint resolution: another input's child changed, re-resolve the inputs that depend on it.
     controller.watch(
-        manager.informer_for(BUNDLE_DEPLOYMENTS), dependents_of(kind_name, inputs.store.list)
+        manager.informer_for(BUNDLE_DEPLOYMENTS), dependents_of(kind_name, inputs.store)
     )
     # A pivot that is Preparing waits for its Bundles to unpack.
     controller.watch(manager.informer_for(BUNDLES), children_of(kind_name))
@@ -132,9 +149,10 @@ def register(
     relevance.requeue = controller.queue.add
 
     def catalog_changed(change: CatalogChange) -> None:
-        # Only the inputs whose last resolution read what changed (or that have not resolved).
+        # Only the inputs whose last resolution read what changed (or that have not resolved),
+        # behind the steps of pivots under way (a change may concern a thousand inputs).
         for input_name in relevance.concerned(change, every_input()):
-            controller.queue.add(input_name)
+            controller.queue.add_low(input_name)
 
     cache.on_change(catalog_changed)
     # A Catalog that stops (or starts again) serving: the inputs say whether they resolve from
@@ -153,8 +171,12 @@ def _register_collector(
     inputs = manager.informer_for(kind.resource)
     kind_name = kind.resource.kind
 
+    revisions.store.add_index(REVISION_INPUT_INDEX, input_keys)
+
     def stored(input_name: str) -> int:
-        return sum(input_name in input_names(cm, kind_name) for cm in revisions.store.list())
+        return len(
+            revisions.store.indexed(REVISION_INPUT_INDEX, f"{kind_name.lower()}/{input_name}")
+        )
 
     collector = RevisionCollector(kind, store, lookup=inputs.store.get, stored=stored)
     controller = manager.controller(f"{name}-revisions", collector.reconcile)

@@ -17,20 +17,36 @@ from pivoter.inputs.facts import ResolutionState
 from pivoter.inputs.record import Record
 from pivoter.kube import Object
 from pivoter.pivot import ANNOTATION_INPUT, ANNOTATION_PACKAGE
+from pivoter.runtime.cache import Store
 
-__all__ = ["dependents_of"]
+__all__ = ["WAITS_ON_INDEX", "dependents_of", "waits_on"]
+
+WAITS_ON_INDEX = "pivoter.io/waits-on"
+"""An index of the inputs' cache: the packages of other inputs an input's answer depends on."""
+_ANY = "*"
+"""Under this value: the unsatisfiable inputs (any other input's package may be in their way)."""
 
 
-def _waits_on_others(obj: Mapping[str, Any], package: str) -> bool:
+def waits_on(obj: Mapping[str, Any]) -> list[str]:
+    """The packages whose holders' changes ``obj`` re-resolves for: its shared dependencies, and
+    every package (``*``) when it is unsatisfiable (a held version or API may have been what
+    stood in the way)."""
     status = obj.get("status") or {}
-    if any(s.get("package") == package for s in status.get("sharedDependencies") or []):
-        return True
-    return Record.resolution_in(status) is ResolutionState.UNSATISFIABLE
+    if not isinstance(status, dict):
+        return []
+    shared = status.get("sharedDependencies") or []
+    found = [str(s.get("package")) for s in shared if isinstance(s, dict) and s.get("package")]
+    if Record.resolution_in(status) is ResolutionState.UNSATISFIABLE:
+        found.append(_ANY)
+    return found
 
 
-def dependents_of(kind: str, inputs: Callable[[], list[Object]]) -> Callable[[Object], list[str]]:
+def dependents_of(kind: str, inputs: Store) -> Callable[[Object], list[str]]:
     """A mapper from a child BundleDeployment of any input to the names of the inputs of
-    ``kind`` (listed by ``inputs``, e.g. an informer's store) that depend on other inputs."""
+    ``kind`` (cached in ``inputs``, an informer's store, indexed by :func:`waits_on`: one child
+    event reads the inputs that wait on its package, not every input) that depend on other
+    inputs."""
+    inputs.add_index(WAITS_ON_INDEX, waits_on)
 
     def mapper(bd: Object) -> list[str]:
         annotations = (bd.get("metadata") or {}).get("annotations") or {}
@@ -38,11 +54,8 @@ def dependents_of(kind: str, inputs: Callable[[], list[Object]]) -> Callable[[Ob
         package = str(annotations.get(ANNOTATION_PACKAGE) or "")
         if not owner or not package:
             return []
-        names = []
-        for obj in inputs():
-            name = str(obj["metadata"]["name"])
-            if f"{kind}/{name}" != owner and _waits_on_others(obj, package):
-                names.append(name)
-        return names
+        waiting = inputs.by_index(WAITS_ON_INDEX, package) + inputs.by_index(WAITS_ON_INDEX, _ANY)
+        names = {str(obj["metadata"]["name"]) for obj in waiting}
+        return sorted(name for name in names if f"{kind}/{name}" != owner)
 
     return mapper

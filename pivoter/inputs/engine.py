@@ -61,6 +61,7 @@ from pivoter.inputs.record import Record
 from pivoter.inputs.relevance import Relevance
 from pivoter.inputs.resolve import ResolveProblem, Selection, resolve
 from pivoter.inputs.spec import InputSpec
+from pivoter.inputs.targets import RevisionsWith
 from pivoter.kube import Kube
 from pivoter.pivot import (
     ANNOTATION_BUNDLE,
@@ -78,8 +79,9 @@ from pivoter.resolvesets import Revision, RevisionStore
 from provisioners.errors import ProvisionerError
 from provisioners.verification import ImageNotVerifiedError
 from resolver.resolveset import ResolveSet, ResolveSetError
-from resolver.rules.inputs import CatalogInput, Installed
+from resolver.rules.inputs import CatalogInput, Installed, PackageRequest
 from resolver.rules.reads import Reads
+from resolver.rules.scope import scope
 
 __all__ = ["InputEngine", "Persist"]
 
@@ -123,6 +125,13 @@ class InputEngine:
     inputs_cache: held.InputsSource | None = None
     """The daemon's shared caches of the input kinds, where the other inputs' pivots in
     progress are found (None: listed from the API server on every pass)."""
+    children_by_package: held.ChildrenWith | None = None
+    """The cached children that install a package (an index of ``children_cache``): with
+    ``revisions_with``, a resolving pass reads only the holdings of the packages it can meet
+    (None: every holding)."""
+    revisions_with: RevisionsWith | None = None
+    """The cached revision ConfigMaps whose ResolveSet has a package (an index of
+    ``revisions_cache``, :func:`pivoter.inputs.targets.revision_packages`)."""
     relevance: Relevance | None = None
     """Notes what each resolution read, so that a catalog change queues only the inputs it
     concerns (None: every change concerns every input)."""
@@ -183,13 +192,24 @@ class InputEngine:
         started (and its record persisted)."""
         # The other inputs' children and the targets of their pivots in progress: a package
         # either holds is another input's (a conflict when requested, a held choice otherwise).
+        # Only the packages this pass can meet are read (resolver.rules.scope).
+        requests, installed = self._resolution_state(p)
+        packages = self._peer_packages(p, requests, installed)
         peers = held.with_pivot_targets(
-            held.observe(self.kube, p.spec.ref, self.children_cache),
+            held.observe(
+                self.kube,
+                p.spec.ref,
+                self.children_cache,
+                packages=packages,
+                by_package=self.children_by_package,
+            ),
             self.kube,
             self.store,
             p.spec.ref,
             revisions=self.revisions_cache,
             inputs=self.inputs_cache,
+            packages=packages,
+            revisions_with=self.revisions_with,
         )
         situation = Situation(
             conflict=peers.conflict(p.spec.packages), lost_active=p.out.lost_active
@@ -487,14 +507,8 @@ class InputEngine:
         """Resolve the input against the selected catalogs, with the active revision (or the
         children) as installed state and what the other inputs hold as held choices; None when
         it cannot be resolved (reported)."""
-        spec, out, active = p.spec, p.out, p.active
-        installed = active.installed() if active is not None else self._installed_from(p.children)
-        # A package the input no longer requests is not kept as installed: it leaves the
-        # selection (and is pruned) unless another selected bundle still requires it.
-        dropped = set(p.record.requested) - set(spec.packages)
-        installed = [i for i in installed if i.package not in dropped]
-        # A takeover's first revision is what the previous manager runs (pivoter.inputs.takeover).
-        requests, installed = takeover.first_resolution(spec.takeover, spec.requests, installed)
+        spec, out = p.spec, p.out
+        requests, installed = self._resolution_state(p)
         began = time.monotonic()
         # What the input requests or installs itself is never held by another: a duplicate
         # there is a conflict (step 1 and the dependency check), not a shared dependency.
@@ -546,7 +560,7 @@ class InputEngine:
         out.up_to_date = Freshness(
             FreshnessState.UNKNOWN, "NotResolved", "not resolved: see the Resolved condition"
         )
-        out.selection = active
+        out.selection = p.active
         self._count_resolution(spec, state.value, began)
         return None
 
@@ -598,6 +612,39 @@ class InputEngine:
             if package and bundle and version:
                 installed.append(Installed(name=str(bundle), package=package, version=str(version)))
         return installed
+
+    def _resolution_state(self, p: Pass) -> tuple[tuple[PackageRequest, ...], list[Installed]]:
+        """The requests and installed state a resolution of this pass starts from."""
+        spec, active = p.spec, p.active
+        installed = active.installed() if active is not None else self._installed_from(p.children)
+        # A package the input no longer requests is not kept as installed: it leaves the
+        # selection (and is pruned) unless another selected bundle still requires it.
+        dropped = set(p.record.requested) - set(spec.packages)
+        installed = [i for i in installed if i.package not in dropped]
+        # A takeover's first revision is what the previous manager runs (pivoter.inputs.takeover).
+        return takeover.first_resolution(spec.takeover, spec.requests, installed)
+
+    def _peer_packages(
+        self, p: Pass, requests: tuple[PackageRequest, ...], installed: list[Installed]
+    ) -> frozenset[str] | None:
+        """The packages whose holdings this pass can meet (None: any): those a resolution
+        can select, depend on or conflict with (:func:`resolver.rules.scope.scope`, over every
+        catalog a held bundle may be described from, :func:`held.described`), and those of the
+        target it may pin or keep (the dependency check reads them)."""
+        if self.children_by_package is None or self.revisions_with is None:
+            return None  # no index to read a scope from: read everything
+        start = {r.package for r in requests} | {i.package for i in installed}
+        start |= set(p.spec.packages)
+        if p.active is not None:
+            start |= {e.package for e in p.active.entries}
+        if p.spec.pinned is not None:
+            pinned = self._read(self.store.get(p.spec.ref, p.spec.pinned))
+            if pinned is None:
+                return None
+            start |= {e.package for e in pinned.entries}
+        catalogs = {id(entry.catalog): entry.catalog for _, entry in self.cache.by_priority()}
+        found = scope(list(catalogs.values()), start, installed)
+        return None if found is None else found | start
 
     def _installs(self, children: Children, document: ResolveSet) -> bool:
         """Whether the children install exactly the bundles of ``document``."""

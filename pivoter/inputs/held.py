@@ -32,13 +32,19 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Container, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 from pivoter.apis.resources import BUNDLE_DEPLOYMENTS
 from pivoter.catalogs import CatalogCache
-from pivoter.inputs.targets import CachedObject, InputsSource, Ledger, pivot_targets
+from pivoter.inputs.targets import (
+    CachedObject,
+    InputsSource,
+    Ledger,
+    RevisionsWith,
+    pivot_targets,
+)
 from pivoter.kube import Kube
 from pivoter.pivot import (
     ANNOTATION_BUNDLE,
@@ -55,10 +61,12 @@ __all__ = [
     "LEDGER",
     "CachedObject",
     "ChildrenSource",
+    "ChildrenWith",
     "Holding",
     "InputsSource",
     "Peers",
     "SharedDependency",
+    "child_package",
     "described",
     "holder_text",
     "observe",
@@ -75,6 +83,9 @@ module docstring); shared by the engines of every input kind."""
 ChildrenSource = Callable[[], Iterable[Mapping[str, Any]]]
 """The BundleDeployments of the cluster as a shared cache holds them (e.g. an informer store's
 ``list``)."""
+ChildrenWith = Callable[[str], Iterable[Mapping[str, Any]]]
+"""The cached BundleDeployments that install a package (:func:`child_package`, an index of the
+shared cache)."""
 
 
 LEDGER = Ledger()
@@ -136,14 +147,22 @@ class Peers:
     """What every other input holds, as seen by one input."""
 
     holdings: tuple[Holding, ...]
+    pivoting: frozenset[str] = frozenset()
+    """Inputs with a pivot in progress (``Kind/name``) beside those with a target holding
+    here: their children are on their way out unless their target keeps the package."""
 
-    def held(self, exclude: Iterable[str] = ()) -> list[Held]:
+    def held(self, exclude: Iterable[str] = (), within: Container[str] | None = None) -> list[Held]:
         """The held bundles, one per package (the first holder by name), without the packages
         in ``exclude`` (those the input requests or installs itself: a duplicate there is a
-        conflict, not a shared dependency). An input with a pivot in progress holds its
-        target's bundles and its children being deleted; the others hold their children."""
+        conflict, not a shared dependency) and, given ``within``, only those of its packages
+        (:func:`resolver.rules.scope.scope`: the rest cannot meet the resolution). An input
+        with a pivot in progress holds its target's bundles and its children being deleted;
+        the others hold their children."""
         skip = set(exclude)
-        chosen = self._chosen()
+        holdings = self.holdings
+        if within is not None:
+            holdings = tuple(h for h in holdings if h.package in within)
+        chosen = self._chosen(holdings)
         return [chosen[p].held() for p in sorted(chosen) if p not in skip]
 
     def shared(self, choices: Iterable[SharedChoice]) -> list[SharedDependency]:
@@ -164,11 +183,13 @@ class Peers:
             )
         return sorted(result, key=lambda s: s.package)
 
-    def _chosen(self) -> dict[str, Holding]:
-        pivoting = {h.owner for h in self.holdings if h.target}
+    def _chosen(self, holdings: Iterable[Holding] | None = None) -> dict[str, Holding]:
+        """One holding per package of ``holdings`` (default: all of them)."""
+        pivoting = {h.owner for h in self.holdings if h.target} | self.pivoting
         by_package: dict[str, Holding] = {}
         for holding in sorted(
-            self.holdings, key=lambda h: (h.package, h.owner, not h.target, h.deleting)
+            self.holdings if holdings is None else holdings,
+            key=lambda h: (h.package, h.owner, not h.target, h.deleting),
         ):
             if holding.owner in pivoting and not (holding.target or holding.deleting):
                 continue
@@ -197,17 +218,40 @@ class Peers:
         return ""
 
 
-def observe(kube: Kube, ref: InputRef, children: ChildrenSource | None = None) -> Peers:
+def observe(
+    kube: Kube,
+    ref: InputRef,
+    children: ChildrenSource | None = None,
+    *,
+    packages: Collection[str] | None = None,
+    by_package: ChildrenWith | None = None,
+) -> Peers:
     """The children of the inputs other than ``ref`` (enough for :meth:`Peers.conflict`; add
     the pivot targets with :func:`with_pivot_targets` before resolving), from ``children`` (the
-    daemon's shared cache), else listed from the API server."""
+    daemon's shared cache), else listed from the API server; given ``packages`` and
+    ``by_package``, only the children of those packages."""
     items: Iterable[Mapping[str, Any]]
-    if children is None:
+    if packages is not None and by_package is not None:
+        items = [bd for package in sorted(packages) for bd in by_package(package) if _managed(bd)]
+    elif children is None:
         items, _ = kube.list(BUNDLE_DEPLOYMENTS, label_selector=f"{LABEL_MANAGED_BY}=pivoter")
     else:
         items = [bd for bd in children() if _managed(bd)]
     holdings = [h for h in map(_holding, items) if h is not None and h.owner != str(ref)]
+    if packages is not None:
+        holdings = [h for h in holdings if h.package in packages]
     return Peers(tuple(holdings))
+
+
+def child_package(bd: Mapping[str, Any]) -> list[str]:
+    """The package a child BundleDeployment installs, by its annotation (none for another
+    BundleDeployment): the index :data:`ChildrenWith` reads."""
+    if not _managed(bd):
+        return []
+    package = str(
+        ((bd.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_PACKAGE) or ""
+    )
+    return [package] if package else []
 
 
 _HOLDINGS: dict[tuple[str, str], Holding | None] = {}
@@ -248,17 +292,29 @@ def with_pivot_targets(
     *,
     revisions: CachedObject | None = None,
     inputs: InputsSource | None = None,
+    packages: Collection[str] | None = None,
+    revisions_with: RevisionsWith | None = None,
 ) -> Peers:
     """``peers`` plus the target bundles of every other input with a pivot in progress: the
     inputs from ``inputs`` and their revision ConfigMaps from ``revisions`` (the shared caches;
-    None: from the API server)."""
-    found = pivot_targets(kube, store, str(ref), inputs=inputs, revisions=revisions, ledger=LEDGER)
+    None: from the API server); given ``packages`` and ``revisions_with``, only those of the
+    inputs with a revision of one of those packages, and only of those packages."""
+    found = pivot_targets(
+        kube,
+        store,
+        str(ref),
+        inputs=inputs,
+        revisions=revisions,
+        ledger=LEDGER,
+        packages=packages,
+        revisions_with=revisions_with,
+    )
     extra = [
         Holding(owner, package, bundle, version)
         for owner, entries in found.items()
         for package, bundle, version in entries
     ]
-    return Peers(peers.holdings + tuple(extra)) if extra else peers
+    return Peers(peers.holdings + tuple(extra), pivoting=peers.pivoting | frozenset(found))
 
 
 def _from_child(bd: Mapping[str, Any]) -> Holding | None:

@@ -19,6 +19,7 @@ from pivoter.resolvesets.document import (
     checksum,
     decode,
     encode,
+    input_keys,
     input_names,
     selector,
 )
@@ -54,6 +55,7 @@ __all__ = [
     "checksum",
     "decode",
     "encode",
+    "input_keys",
     "input_names",
     "label_value",
     "revision_name",

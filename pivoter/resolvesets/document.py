@@ -39,6 +39,7 @@ __all__ = [
     "checksum",
     "decode",
     "encode",
+    "input_keys",
     "input_names",
     "selector",
 ]
@@ -112,6 +113,21 @@ def input_names(config_map: Mapping[str, Any], kind: str) -> list[str]:
         return []
     name = str(labels.get(LABEL_INPUT_NAME) or "")
     return [name] if name else []
+
+
+def input_keys(config_map: Mapping[str, Any]) -> list[str]:
+    """``kind/name`` (the kind in lower case) of the input a revision ConfigMap belongs to, as
+    :func:`input_names` reads it: the value an index of the revisions' cache keeps it under."""
+    metadata = config_map.get("metadata") or {}
+    annotations = metadata.get("annotations") or {}
+    labels = metadata.get("labels") or {}
+    kind, _, name = str(annotations.get(ANNOTATION_INPUT) or "").partition("/")
+    if not (kind and name):
+        kind, name = (
+            str(labels.get(LABEL_INPUT_KIND) or ""),
+            str(labels.get(LABEL_INPUT_NAME) or ""),
+        )
+    return [f"{kind.lower()}/{name}"] if kind and name else []
 
 
 def encode(ref: InputRef, number: int, resolveset: ResolveSet, namespace: str) -> dict[str, Any]:

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from pivoter.inputs.held import Holding, Peers, observe, with_pivot_targets
-from pivoter.inputs.targets import Ledger, pivot_targets
+from pivoter.inputs.held import Holding, Peers, child_package, observe, with_pivot_targets
+from pivoter.inputs.targets import Ledger, pivot_targets, revision_packages
 from pivoter.kube import Kube, NotFound, Resource
 from pivoter.resolvesets import InputRef, Revision, RevisionStore, decode, revision_name
 from pivoter.resolvesets.document import encode
+from pivoter.runtime.cache import Store
 from resolver.resolveset import Entry, ResolveSet
 
 
@@ -72,7 +73,7 @@ class Inputs(NoAPI):
         return [b], "1"
 
 
-class Store(RevisionStore):
+class Revisions(RevisionStore):
     """A revision store that counts its reads (each would be a GET)."""
 
     def __init__(self) -> None:
@@ -85,7 +86,7 @@ class Store(RevisionStore):
 
 
 def test_pivot_targets_are_read_from_the_cache_of_revisions_when_it_holds_them() -> None:
-    store = Store()
+    store = Revisions()
     cached = {
         f"{SYSTEM}/{revision_name(InputRef('Resolution', 'b'), 2)}": encode(
             InputRef("Resolution", "b"), 2, TARGET, SYSTEM
@@ -108,12 +109,19 @@ def _input(name: str, pivot: dict[str, Any] | None) -> dict[str, Any]:
     return {"metadata": {"name": name}, "status": {"pivot": pivot} if pivot else {}}
 
 
+def _store(*objects: dict[str, Any]) -> Store:
+    store = Store()
+    for obj in objects:
+        store.upsert(obj)
+    return store
+
+
 def test_pivots_in_progress_are_found_in_the_input_cache_and_the_ledger_covers_its_lag() -> None:
     b = InputRef("Resolution", "b")
     revision = encode(b, 2, TARGET, SYSTEM)
     revision["metadata"]["resourceVersion"] = "7"
     revisions = {f"{SYSTEM}/{revision_name(b, 2)}": revision}
-    cache: dict[str, list[dict[str, Any]]] = {"Resolution": [_input("b", None)]}
+    cache: dict[str, Store] = {"Resolution": _store(_input("b", None))}
     ledger = Ledger()
 
     def targets() -> Any:
@@ -121,7 +129,7 @@ def test_pivots_in_progress_are_found_in_the_input_cache_and_the_ledger_covers_i
             # Neither the inputs nor the revisions are read from the API server, not even the
             # kinds the daemon has no cache of (it runs no controller of them).
             NoAPI(),
-            Store(),
+            Revisions(),
             "Resolution/a",
             inputs=lambda resource: cache.get(resource.kind),
             revisions=revisions.get,
@@ -133,8 +141,136 @@ def test_pivots_in_progress_are_found_in_the_input_cache_and_the_ledger_covers_i
     ledger.started(b, 2)
     assert targets() == {"Resolution/b": [("db", "db.v2.0.0", "2.0.0")]}
     # The cache caught up: the record there counts, and the ledger forgets b.
-    cache["Resolution"] = [_input("b", {"phase": "Waiting", "revision": 2})]
+    cache["Resolution"] = _store(_input("b", {"phase": "Waiting", "revision": 2}))
     assert targets() == {"Resolution/b": [("db", "db.v2.0.0", "2.0.0")]}
-    cache["Resolution"] = [_input("b", {"phase": "Succeeded", "revision": 2})]
+    cache["Resolution"] = _store(_input("b", {"phase": "Succeeded", "revision": 2}))
     assert targets() == {}
     assert ledger.target("Resolution/b", None) is None
+
+
+# -- scoped to the packages a pass can meet ----------------------------------------------------
+
+WEB = ResolveSet(
+    entries=(
+        Entry("web", "1.0.0", "web.v1.0.0", "stable", "main", "r/web:1", "core-rukpak-io-plain"),
+    )
+)
+
+
+def _revision(ref: InputRef, number: int, document: ResolveSet, version: str) -> dict[str, Any]:
+    config_map = encode(ref, number, document, SYSTEM)
+    config_map["metadata"]["resourceVersion"] = version
+    return config_map
+
+
+def test_scoped_targets_read_only_inputs_with_a_revision_of_the_packages() -> None:
+    b, c = InputRef("Resolution", "b"), InputRef("Resolution", "c")
+    revisions = Store()
+    revisions.add_index("packages", revision_packages)
+    # b pivots from web (revision 1) to db (revision 2); c pivots to web (revision 1).
+    revisions.upsert(_revision(b, 1, WEB, "5"))
+    revisions.upsert(_revision(b, 2, TARGET, "6"))
+    revisions.upsert(_revision(c, 1, WEB, "7"))
+    inputs = _store(
+        _input("b", {"phase": "Applying", "revision": 2, "previous": 1}),
+        _input("c", {"phase": "Applying", "revision": 1}),
+    )
+    looked_up: list[str] = []
+
+    class Counting(Store):
+        def get(self, key: str) -> Any:
+            looked_up.append(key)
+            return inputs.get(key)
+
+    counting = Counting()
+    ledger = Ledger()
+
+    def targets(packages: set[str]) -> Any:
+        return pivot_targets(
+            NoAPI(),
+            Revisions(),
+            "Resolution/a",
+            inputs=lambda resource: counting if resource.kind == "Resolution" else None,
+            revisions=revisions.get,
+            ledger=ledger,
+            packages=packages,
+            revisions_with=lambda package: revisions.by_index("packages", package),
+        )
+
+    assert targets({"db"}) == {"Resolution/b": [("db", "db.v2.0.0", "2.0.0")]}
+    assert looked_up == ["b"]  # c has no revision of db: not read
+    # b's target does not hold web: b pivots (its web child is on its way out), c holds web.
+    assert targets({"web"}) == {
+        "Resolution/b": [],
+        "Resolution/c": [("web", "web.v1.0.0", "1.0.0")],
+    }
+    assert targets({"cache"}) == {}
+    peers = with_pivot_targets(
+        observe(
+            NoAPI(), InputRef("Resolution", "a"), lambda: [_bd("b-web", "Resolution/b", "web")]
+        ),
+        NoAPI(),
+        Revisions(),
+        InputRef("Resolution", "a"),
+        revisions=revisions.get,
+        inputs=lambda resource: counting if resource.kind == "Resolution" else None,
+        packages={"web"},
+        revisions_with=lambda package: revisions.by_index("packages", package),
+    )
+    assert [h.holder for h in peers.held()] == ["Resolution c"]
+
+
+def test_a_pivot_the_ledger_knows_counts_until_its_revision_is_cached_too() -> None:
+    d = InputRef("Resolution", "d")
+    revisions = Store()
+    revisions.add_index("packages", revision_packages)
+    inputs = _store(_input("d", {"phase": "Applying", "revision": 3}))
+    ledger = Ledger()
+    ledger.started(d, 3)
+    store = Revisions()
+
+    def targets() -> Any:
+        return pivot_targets(
+            NoAPI(),
+            store,
+            "Resolution/a",
+            inputs=lambda resource: inputs if resource.kind == "Resolution" else None,
+            revisions=revisions.get,
+            ledger=ledger,
+            packages={"db"},
+            revisions_with=lambda package: revisions.by_index("packages", package),
+        )
+
+    # The input cache shows the pivot, the revisions' cache not yet its target: the ledger
+    # names it (and the revision is read from the API server).
+    assert targets() == {"Resolution/d": [("db", "db.v2.0.0", "2.0.0")]}
+    assert store.reads == [("Resolution/d", 3)]
+    assert ledger.pending() == [d]
+    revisions.upsert(_revision(d, 3, TARGET, "9"))
+    assert targets() == {"Resolution/d": [("db", "db.v2.0.0", "2.0.0")]}
+    assert ledger.pending() == []  # both caches show it: found by the index from now on
+    assert targets() == {"Resolution/d": [("db", "db.v2.0.0", "2.0.0")]}
+
+
+def test_scoped_children_come_from_the_package_index() -> None:
+    children = Store()
+    children.add_index("package", child_package)
+    for bd in (
+        _bd("b-db", "Resolution/b", "db"),
+        _bd("c-web", "Resolution/c", "web"),
+        _bd("hand-made", "Resolution/b", "db", managed=False),
+    ):
+        children.upsert(bd)
+    assert children.indexed("package", "db") == ["b-db"]
+
+    def everything() -> Any:
+        raise AssertionError("scanned every child")
+
+    peers = observe(
+        NoAPI(),
+        InputRef("Resolution", "a"),
+        everything,
+        packages={"db"},
+        by_package=lambda package: children.by_index("package", package),
+    )
+    assert peers.holdings == (Holding("Resolution/b", "db", "db.v1.0.0", "1.0.0", child="b-db"),)

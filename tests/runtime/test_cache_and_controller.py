@@ -88,6 +88,40 @@ def test_the_label_index_follows_upserts_deletes_and_relists() -> None:
     assert store.labelled("app", "db") == []
 
 
+def _tiers(obj: dict[str, Any]) -> list[str]:
+    tiers = str((obj["metadata"].get("labels") or {}).get("tiers") or "")
+    if tiers == "boom":
+        raise ValueError("an object the index function cannot read")
+    return [t for t in tiers.split(".") if t]
+
+
+def test_a_named_index_follows_upserts_deletes_and_relists() -> None:
+    store = Store()
+    store.upsert(_labelled("a", "1", tiers="front.back"))
+    # Added late, it indexes what is cached already; added again, the first function stays.
+    store.add_index("tier", _tiers)
+    store.add_index("tier", lambda obj: ["other"])
+    store.upsert(_labelled("b", "1", tiers="back"))
+    assert store.indexed("tier", "front") == ["ns/a"]
+    assert sorted(store.indexed("tier", "back")) == ["ns/a", "ns/b"]
+    assert store.indexed("tier", "other") == []
+    assert store.indexed("unknown", "back") == []
+    store.upsert(_labelled("a", "2", tiers="db"))
+    assert store.indexed("tier", "front") == []
+    assert store.indexed("tier", "back") == ["ns/b"]
+    assert store.indexed("tier", "db") == ["ns/a"]
+    # An object the function fails on is cached and in no index; the others stay indexed.
+    store.upsert(_labelled("b", "2", tiers="boom"))
+    assert store.get("ns/b") is not None
+    assert store.indexed("tier", "back") == []
+    store.delete(_labelled("a", "3"))
+    assert store.indexed("tier", "db") == []
+    store.replace([_labelled("c", "4", tiers="front"), _labelled("a", "5", tiers="front")])
+    assert sorted(store.indexed("tier", "front")) == ["ns/a", "ns/c"]
+    store.replace([])
+    assert store.indexed("tier", "front") == []
+
+
 def test_owner_keys_maps_dependents_to_their_owners() -> None:
     child = _obj("child", "1")
     child["metadata"]["ownerReferences"] = [

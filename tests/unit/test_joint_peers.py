@@ -8,6 +8,7 @@ from typing import Any
 from pivoter.catalogs import CatalogCache
 from pivoter.inputs.dependents import dependents_of
 from pivoter.inputs.held import Holding, Peers, described, holder_text
+from pivoter.runtime.cache import Store
 from resolver.catalog.model import PROP_GVK, PROP_PACKAGE, Bundle, Catalog, Property
 from resolver.rules.inputs import Held, SharedChoice
 
@@ -97,7 +98,10 @@ def test_a_child_change_queues_its_dependents_and_the_unsatisfiable_inputs() -> 
         ),
         _input("d", sharedDependencies=[{"package": "cache", "providedBy": "Resolution/b"}]),
     ]
-    mapper = dependents_of("Resolution", lambda: inputs)
+    store = Store()
+    for obj in inputs:
+        store.upsert(obj)
+    mapper = dependents_of("Resolution", store)
     assert mapper(_child("Resolution/b", "db")) == ["a", "c"]
     # The owner itself is queued by its own children watch, not by this one.
     assert mapper(_child("Resolution/a", "db")) == ["c"]
