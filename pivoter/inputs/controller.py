@@ -149,10 +149,9 @@ def register(
     relevance.requeue = controller.queue.add
 
     def catalog_changed(change: CatalogChange) -> None:
-        # Only the inputs whose last resolution read what changed (or that have not resolved),
-        # behind the steps of pivots under way (a change may concern a thousand inputs).
+        # Only the inputs whose last resolution read what changed (or that have not resolved).
         for input_name in relevance.concerned(change, every_input()):
-            controller.queue.add_low(input_name)
+            controller.queue.add(input_name)
 
     cache.on_change(catalog_changed)
     # A Catalog that stops (or starts again) serving: the inputs say whether they resolve from

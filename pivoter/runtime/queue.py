@@ -6,13 +6,6 @@ Semantics are client-go's ``workqueue`` ("dirty" and "processing" sets): adding 
 already waiting does nothing; adding a key that a worker is processing queues it again once the
 worker calls :meth:`WorkQueue.done`, so no change is lost and no key runs concurrently. Delayed
 adds (:meth:`WorkQueue.add_after`) wait in a heap that :meth:`WorkQueue.get` drains when due.
-
-Two priorities, as controller-runtime's priority queue has: :meth:`WorkQueue.add_low` queues a
-key behind every key added the normal way, and a normal add of a key waiting at low priority
-moves it forward. A catalog change that concerns a thousand inputs queues them low, so the
-next step of a pivot already under way (its children installed, its timer due) is not behind
-all of them: at a thousand inputs the first pivot of such a change waited for every
-resolution of it (docs/benchmarks/daemon-scale.md).
 """
 
 from __future__ import annotations
@@ -46,9 +39,6 @@ class WorkQueue:
         self._metrics = metrics
         self._clock = clock
         self._queue: deque[str] = deque()
-        self._low: deque[str] = deque()
-        self._low_keys: set[str] = set()
-        """The keys waiting at low priority (an entry of ``_low`` not in it is stale)."""
         self._dirty: set[str] = set()
         self._processing: set[str] = set()
         self._waiting: list[tuple[float, int, str]] = []  # heap of (ready_at, seq, key)
@@ -66,31 +56,7 @@ class WorkQueue:
         with self._cond:
             self._add_locked(key)
 
-    def add_low(self, key: str) -> None:
-        """Queue ``key`` behind the keys added with :meth:`add` (no-op if it is queued)."""
-        with self._cond:
-            if self._shutting_down or key in self._dirty:
-                return
-            self._dirty.add(key)
-            self._low_keys.add(key)
-            self._queued_at.setdefault(key, self._clock())
-            if self._metrics is not None:
-                self._metrics.queue_adds.labels(self.name).inc()
-            if key in self._processing:
-                return  # re-queued by done()
-            self._low.append(key)
-            self._set_depth()
-            self._cond.notify()
-
     def _add_locked(self, key: str) -> None:
-        if not self._shutting_down and key in self._low_keys:
-            # Waiting at low priority: now at the normal one (its entry in _low goes stale).
-            self._low_keys.discard(key)
-            if key not in self._processing:
-                self._queue.append(key)
-                self._set_depth()
-                self._cond.notify()
-            return
         if self._shutting_down or key in self._dirty:
             return
         self._dirty.add(key)
@@ -148,8 +114,7 @@ class WorkQueue:
                 if self._shutting_down:
                     return None
                 self._promote_due()
-                self._drop_stale()
-                if self._queue or self._low:
+                if self._queue:
                     return self._take()
                 now = self._clock()
                 waits = [self._waiting[0][0] - now] if self._waiting else []
@@ -159,20 +124,8 @@ class WorkQueue:
                     waits.append(deadline - now)
                 self._cond.wait(max(min(waits), 0.001) if waits else None)
 
-    def _drop_stale(self) -> None:
-        """Drop the stale entries at the head of the low-priority queue: keys moved forward,
-        or being processed (:meth:`done` queues them again)."""
-        while self._low and (
-            self._low[0] not in self._low_keys or self._low[0] in self._processing
-        ):
-            self._low.popleft()
-
     def _take(self) -> str:
-        if self._queue:
-            key = self._queue.popleft()
-        else:
-            key = self._low.popleft()  # not stale: _drop_stale ran
-            self._low_keys.discard(key)
+        key = self._queue.popleft()
         self._dirty.discard(key)
         self._processing.add(key)
         now = self._clock()
@@ -200,7 +153,7 @@ class WorkQueue:
             if self._metrics is not None and started is not None:
                 self._metrics.work_duration.labels(self.name).observe(self._clock() - started)
             if key in self._dirty:
-                (self._low if key in self._low_keys else self._queue).append(key)
+                self._queue.append(key)
                 self._set_depth()
                 self._cond.notify()
 
@@ -221,7 +174,7 @@ class WorkQueue:
     def __len__(self) -> int:
         """Keys ready to be taken now (not counting delayed ones or ones being processed)."""
         with self._cond:
-            return len(self._queue) + len(self._low_keys) - len(self._low_keys & self._processing)
+            return len(self._queue)
 
     def pending(self) -> int:
         """Keys ready, delayed or being processed: zero means there is nothing left to do."""
@@ -230,4 +183,4 @@ class WorkQueue:
 
     def _set_depth(self) -> None:
         if self._metrics is not None:
-            self._metrics.queue_depth.labels(self.name).set(len(self._queue) + len(self._low))
+            self._metrics.queue_depth.labels(self.name).set(len(self._queue))

@@ -23,39 +23,6 @@ def test_fifo_and_duplicates_collapse() -> None:
     assert queue.get(0) is None
 
 
-def test_low_priority_keys_wait_behind_normal_ones_and_a_normal_add_moves_them_forward() -> None:
-    queue = _queue()
-    for key in ["l1", "l2", "l3"]:
-        queue.add_low(key)
-    queue.add("n1")
-    queue.add_low("n1")  # already queued: stays where it is
-    queue.add("l2")  # moved forward, once
-    assert len(queue) == 4
-    assert [queue.get(0) for _ in range(2)] == ["n1", "l2"]
-    # A key added while it is processed comes back at the priority it was added with.
-    queue.add_low("n1")
-    queue.add("x")
-    queue.done("n1")
-    queue.done("l2")
-    assert [queue.get(0) for _ in range(4)] == ["x", "l1", "l3", "n1"]
-    assert queue.get(0) is None
-    for key in ["x", "l1", "l3", "n1"]:
-        queue.done(key)
-    assert queue.pending() == 0
-    assert len(queue) == 0
-    # A low key taken, moved forward while processed, then added low again: handed out once.
-    queue.add_low("a")
-    assert queue.get(0) == "a"
-    queue.add_low("a")
-    queue.add("a")
-    queue.add_low("a")
-    queue.done("a")
-    assert queue.get(0) == "a"
-    assert queue.get(0) is None
-    queue.done("a")
-    assert queue.pending() == 0
-
-
 def test_a_key_added_while_processing_comes_back_only_after_done() -> None:
     queue = _queue()
     queue.add("a")
