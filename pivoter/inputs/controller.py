@@ -35,7 +35,8 @@ from pivoter.kube import EventRecorder, Object, Resource
 from pivoter.pivot import ANNOTATION_INPUT, Preparer
 from pivoter.resolvesets import REVISIONS_SELECTOR, RevisionStore, input_keys, input_names
 from pivoter.runtime.cache import Store
-from pivoter.runtime.informer import Informer
+from pivoter.runtime.echoes import Echoes
+from pivoter.runtime.informer import EventHandler, Informer
 from pivoter.runtime.manager import Manager
 
 __all__ = ["CONTROLLER_NAME", "RESOLUTIONS", "children_of", "register", "resolution_kind", "setup"]
@@ -124,7 +125,8 @@ def register(
         revisions_with=lambda package: revisions.store.by_index(REVISION_PACKAGES_INDEX, package),
         relevance=Relevance(cache),
     )
-    reconciler = InputReconciler(manager.reads, engine, kind, recorder=recorder)
+    echoes = Echoes()
+    reconciler = InputReconciler(manager.reads, engine, kind, recorder=recorder, echoes=echoes)
     controller = manager.controller(name, reconciler.reconcile, workers=workers)
     inputs = manager.informer_for(kind.resource)
     kind_name = kind.resource.kind
@@ -132,7 +134,9 @@ def register(
     def every_input() -> list[str]:
         return [str(o["metadata"]["name"]) for o in inputs.store.list()]
 
-    controller.watch(inputs)
+    # Not the echo of its own status write: the pass that wrote it saw all it says.
+    controller.watch(inputs, ignore_update=echoes.echo)
+    inputs.add_handler(EventHandler(on_delete=echoes.forget))
     controller.watch(manager.informer_for(BUNDLE_DEPLOYMENTS), children_of(kind_name))
     # Joint resolution: another input's child changed, re-resolve the inputs that depend on it.
     controller.watch(

@@ -26,6 +26,7 @@ from pivoter.pivot import Children, ChildState, UninstallableBundle, desired_chi
 from pivoter.pivot.state import parse_time
 from pivoter.resolvesets import InputRef
 from pivoter.runtime.controller import Result
+from pivoter.runtime.echoes import Echoes
 
 __all__ = ["FINALIZER", "InputReconciler", "Kind"]
 
@@ -68,6 +69,9 @@ class InputReconciler:
     engine: InputEngine
     kind: Kind
     recorder: EventRecorder | None = None
+    echoes: Echoes | None = None
+    """Notes each status patch before it is sent, so that the watch ignores its echo (none:
+    every update queues the input again)."""
 
     def reconcile(self, name: str) -> Result | None:
         """Converge the input ``name``; say when to look again."""
@@ -89,15 +93,13 @@ class InputReconciler:
         record = Record.from_status(obj.get("status"))
 
         def persist(current: Record) -> None:
-            self.kube.patch_status(self.kind.resource, name, current.to_status())
+            self._status(obj, current.to_status())
 
         def publish(now: Outcome) -> None:
             # What a pass found before it acts (a child deleted by hand, before its pivot):
             # written even when the pass then heals it before its own status write.
             status = self.kind.status_of(obj, now, spec.generation)
-            self.kube.patch_status(
-                self.kind.resource, name, replacing(obj.get("status") or {}, status)
-            )
+            self._status(obj, replacing(obj.get("status") or {}, status))
 
         out = Draft(record=record, publish=publish)
         try:
@@ -105,8 +107,7 @@ class InputReconciler:
             status = self.kind.status_of(obj, outcome, spec.generation)
             if _strip(status) != _strip(obj.get("status") or {}, keys=status):
                 # Each section exactly as computed (a finished plan drops its pending marker).
-                patch = replacing(obj.get("status") or {}, status)
-                self.kube.patch_status(self.kind.resource, name, patch)
+                self._status(obj, replacing(obj.get("status") or {}, status))
         finally:
             # What happened before a failure still happened, and may have been persisted (a
             # revision found edited, a pivot started): its Events are not lost with the retry.
@@ -116,6 +117,11 @@ class InputReconciler:
         if out.requeue_after is not None:
             return Result(requeue_after=out.requeue_after)
         return None
+
+    def _status(self, obj: Mapping[str, Any], status: dict[str, Any]) -> None:
+        if self.echoes is not None:
+            self.echoes.writing(obj, status)  # before: its echo may come before the response
+        self.kube.patch_status(self.kind.resource, str(obj["metadata"]["name"]), status)
 
     def _delete(self, obj: Mapping[str, Any], spec: InputSpec) -> Result | None:
         metadata = obj["metadata"]

@@ -92,9 +92,16 @@ class Controller:
         self._stop = threading.Event()
         self._started = False
 
-    def watch(self, informer: Informer, mapper: Mapper | None = None) -> None:
+    def watch(
+        self,
+        informer: Informer,
+        mapper: Mapper | None = None,
+        *,
+        ignore_update: Callable[[Object, Object], bool] | None = None,
+    ) -> None:
         """Reconcile the keys ``mapper`` gives (default: the object's own key) on every add,
-        update or delete the informer sees."""
+        update or delete the informer sees, but the updates ``ignore_update(old, new)`` says
+        carry nothing to reconcile (e.g. :meth:`pivoter.runtime.echoes.Echoes.echo`)."""
         mapping: Mapper = mapper or (lambda obj: [object_key(obj)])
         self.informers.append((informer, mapping))
 
@@ -102,9 +109,11 @@ class Controller:
             for key in mapping(obj):
                 self.queue.add(key)
 
-        informer.add_handler(
-            EventHandler(on_add=enqueue, on_update=lambda _, new: enqueue(new), on_delete=enqueue)
-        )
+        def updated(old: Object, new: Object) -> None:
+            if ignore_update is None or not ignore_update(old, new):
+                enqueue(new)
+
+        informer.add_handler(EventHandler(on_add=enqueue, on_update=updated, on_delete=enqueue))
 
     # ------------------------------------------------------------------ lifecycle
 

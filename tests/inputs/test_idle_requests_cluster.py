@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import collections
 import threading
+import time
 from collections.abc import Mapping
 from typing import Any
 
 import pytest
 
+from pivoter.apis.resources import RESOLUTIONS
 from tests.cluster import wait_for
 from tests.inputs.conftest import Env, is_
 from tests.inputs.helpers import Version, config_map
@@ -80,4 +82,28 @@ def test_a_pass_with_nothing_to_do_makes_no_request(env: Env) -> None:
             break
         made.append(one_pass())
     assert made[-3:] == [{}, {}, {}], f"requests made by passes with nothing to do: {made}"
+    assert _ready(env.get(name))
+
+
+def test_the_echo_of_its_own_status_write_queues_no_pass(env: Env) -> None:
+    ns = env.namespace
+    env.publisher.add("echo", Version("1.0.0", config_map("echo", ns, version="1.0.0")))
+    env.publish()
+    env.catalog()
+    name = env.resolution([{"name": "echo"}])
+    env.wait(name, _ready, what="revision 1 installed")
+    passes = _Passes(env)
+    # Settled: no pass runs by itself.
+    time.sleep(2)
+    settled = passes.count
+    # Another writer empties the conditions: one pass writes them again, and the watch event of
+    # that write (its echo) queues no second pass.
+    env.kube.patch_status(RESOLUTIONS, name, {"conditions": []})
+    wait_for(
+        lambda: passes.count > settled and _ready(env.get(name)),
+        timeout=30,
+        what="the conditions written again",
+    )
+    time.sleep(3)
+    assert passes.count == settled + 1
     assert _ready(env.get(name))
