@@ -43,8 +43,10 @@ def setup(
     passes :func:`pivoter.pivot.children.keep_on_delete`). ``registries``: the pull secrets
     and mirrors of image sources (None: a Bundle's own pull secret only)."""
     store = BundleStore(store_dir)
+    # Reads from the informer caches, its own writes read back (a Bundle pass was a GET of the
+    # Bundle from the API server: three of every pivot's requests).
     bundles = BundleReconciler(
-        manager.kube,
+        manager.reads,
         store,
         system_namespace=namespace,
         content_url_base=content_url_base,
