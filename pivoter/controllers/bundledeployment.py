@@ -255,6 +255,9 @@ class BundleDeploymentReconciler:
         applied = install(
             api, bd, wanted.bundle, content, run_hooks=run_hooks, recorder=self.recorder
         )
+        # What the apply answered is what a comparison would find now: the first check after
+        # an install reads the caches, not the API (it was four of every pivot's requests).
+        self._drift.applied(wanted, applied.live)
         # A drift correction that failed half-way (e.g. a CRD gone mid-apply) and was retried
         # as this plain apply is still reported as the correction it is.
         pending = self._drift.pending(wanted)

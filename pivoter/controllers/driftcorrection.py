@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from pivoter.apis import rukpak
 from pivoter.apis.conditions import FALSE, TRUE, Condition, find
@@ -122,6 +124,13 @@ class DriftCorrection:
         verified = self._verified.get(wanted.name)
         if verified is not None and verified.wanted == wanted:
             self._verified[wanted.name] = _Verified(wanted, verified.versions, time.monotonic())
+
+    def applied(self, wanted: Wanted, live: Mapping[ObjectRef, Mapping[str, Any]]) -> None:
+        """``live`` is what the API server answered to the apply of ``wanted``: each object is
+        then as the bundle makes it, as a comparison would have found it (one of the inventory
+        not in ``live`` makes the next check compare)."""
+        versions = {ref: drift.fingerprint(obj) for ref, obj in live.items()}
+        self._verified[wanted.name] = _Verified(wanted, versions, time.monotonic())
 
     def invalidate(self, name: str) -> None:
         """A change someone asked for is about to be applied: what matched before says nothing

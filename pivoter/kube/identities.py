@@ -32,7 +32,7 @@ class Identities:
 
     def __init__(self, kube: Kube) -> None:
         self._configuration = kube.api_client.configuration
-        self._observer = kube.observer
+        self._kube = kube
         self._apis: dict[str, Kube] = {}
         self._lock = threading.Lock()
 
@@ -46,5 +46,12 @@ class Identities:
                 if user:
                     # The API server adds the service account's groups when none are given.
                     client.set_default_header("Impersonate-User", user)  # type: ignore[no-untyped-call]
-                api = self._apis[user] = Kube(client, observer=self._observer)
+                api = self._apis[user] = Kube(client, observer=self._observe)
             return api
+
+    def _observe(self, method: str, path: str, query: list[tuple[str, str]], code: int) -> None:
+        """Every identity's requests reach the daemon's observer (the request counter), as it
+        is now."""
+        observer = self._kube.observer
+        if observer is not None:
+            observer(method, path, query, code)

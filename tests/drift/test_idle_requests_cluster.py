@@ -72,3 +72,43 @@ def test_a_steady_pass_makes_no_request(busy: Pivoter, namespace: str) -> None:
     time.sleep(6)
     assert busy.reconciled[name] - passes >= 4, "the full checks did not run"
     assert dict(requests.made) == {}, "requests made by passes with nothing to do"
+
+
+class _DryRuns:
+    """The server-side dry runs the BundleDeployment controller's workers send: how a drift
+    comparison reads what an apply would change."""
+
+    def __init__(self, pivoter: Pivoter) -> None:
+        self.made: list[str] = []
+        self._inner = pivoter.kube.observer
+        pivoter.kube.observer = self._observe
+
+    def _observe(self, method: str, path: str, query: list[tuple[str, str]], code: int) -> None:
+        worker = threading.current_thread().name.startswith("bundledeployments-worker")
+        if worker and ("dryRun", "All") in query:
+            self.made.append(f"{method} {path}")
+        if self._inner is not None:
+            self._inner(method, path, query, code)
+
+
+def test_the_first_checks_after_an_install_compare_with_what_the_apply_answered(
+    busy: Pivoter, namespace: str
+) -> None:
+    name = unique_name("fresh")
+    objects = [
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": f"fresh-{i}", "namespace": namespace},
+            "data": {"i": str(i)},
+        }
+        for i in range(2)
+    ]
+    dry_runs = _DryRuns(busy)
+    busy.bundle_deployment(name, busy.plain_bundle(unique_name("content"), objects))
+    busy.wait(name, "Installed", "True", reason="InstallationSucceeded")
+    passes = busy.reconciled[name]
+    time.sleep(4)
+    assert busy.reconciled[name] - passes >= 2, "the full checks did not run"
+    # Each object is in the cache as the apply answered: nothing is compared from the API.
+    assert dry_runs.made == []
