@@ -113,6 +113,9 @@ class InputEngine:
     clock: Callable[[], float] = time.time
     failure_grace: float = 5.0
     on_transition: Callable[[PivotRecord], None] | None = None
+    """Test hook (:class:`pivoter.daemon.hooks.Hooks`): called after each transition, which is
+    then written at once (without it, a forward transition is written with the pass's status,
+    see ``_continue``), so a test that stops the daemon there finds it in status."""
     metrics: InputMetrics | None = None
     claims: AbstractContextManager[Any] = held.CLAIMS
     """Held from reading the other inputs' holdings until a started pivot is recorded."""
@@ -334,7 +337,15 @@ class InputEngine:
             record.pivot = new
             if new.phase.terminal:
                 self._finish(record)
-            persist(record)
+            if new.phase is Phase.ROLLING_BACK or self.on_transition is not None:
+                persist(record)
+            # Otherwise written with the pass's status (the record is part of it): the steps
+            # of a pivot going forward are idempotent, so a pass that dies before that write
+            # is carried on from the phase last written (tests/pivot/test_machine_units.py
+            # resumes from every transition). A rollback is written before it acts: carried
+            # on from a forward phase, the pivot would put the target's children back. Each
+            # write was also an update event that queued the input again; a pivot made
+            # about nine status writes.
             self._count_pivot(spec, new)
 
         plan = _pivot_plan(obj, spec, target, previous)

@@ -209,8 +209,10 @@ def test_a_stopped_deployment_is_seen_deleted_and_never_corrects_again(
     # back between the two writes, and a deletion then would uninstall.
     deleted = False
     while not deleted:
-        traded = pivoter.kube.set_finalizers(BUNDLE_DEPLOYMENTS, pivoter.get(name), [hold])
+        # Either write loses to one of the daemon's (a status write between the read and the
+        # trade, or its finalizer put back before the delete): read and trade again.
         with contextlib.suppress(Conflict):
+            traded = pivoter.kube.set_finalizers(BUNDLE_DEPLOYMENTS, pivoter.get(name), [hold])
             version = traded["metadata"]["resourceVersion"]
             pivoter.kube.delete(BUNDLE_DEPLOYMENTS, name, resource_version=version)
             deleted = True
