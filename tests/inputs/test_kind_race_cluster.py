@@ -283,7 +283,25 @@ def _clean(olm: Olm, race: Round) -> None:
         inputs = [_get(olm, r, n) for r, n in race.refs.values()]
         return not any(inputs) and not _children(olm, set(race.refs))
 
-    wait_for(gone, timeout=120, what="the round's inputs and children to be gone")
+    def left() -> dict[str, Any]:
+        """What is still there, to say why it stayed."""
+        found = [_get(olm, r, n) for r, n in race.refs.values()]
+        found += _children(olm, set(race.refs))
+        return {
+            f"{o.get('kind')}/{o['metadata']['name']}": {
+                "finalizers": o["metadata"].get("finalizers"),
+                "deletionTimestamp": o["metadata"].get("deletionTimestamp"),
+                "conditions": [
+                    (c.get("type"), c.get("status"), c.get("reason"), c.get("message"))
+                    for c in (o.get("status") or {}).get("conditions") or []
+                ],
+                "pivot": (o.get("status") or {}).get("pivot"),
+            }
+            for o in found
+            if o
+        }
+
+    wait_for(gone, timeout=120, what="the round's inputs and children to be gone", detail=left)
 
 
 @pytest.mark.timeout(900)
