@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Collection, Container, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -151,18 +151,13 @@ class Peers:
     """Inputs with a pivot in progress (``Kind/name``) beside those with a target holding
     here: their children are on their way out unless their target keeps the package."""
 
-    def held(self, exclude: Iterable[str] = (), within: Container[str] | None = None) -> list[Held]:
+    def held(self, exclude: Iterable[str] = ()) -> list[Held]:
         """The held bundles, one per package (the first holder by name), without the packages
         in ``exclude`` (those the input requests or installs itself: a duplicate there is a
-        conflict, not a shared dependency) and, given ``within``, only those of its packages
-        (:func:`resolver.rules.scope.scope`: the rest cannot meet the resolution). An input
-        with a pivot in progress holds its target's bundles and its children being deleted;
-        the others hold their children."""
+        conflict, not a shared dependency). An input with a pivot in progress holds its
+        target's bundles and its children being deleted; the others hold their children."""
         skip = set(exclude)
-        holdings = self.holdings
-        if within is not None:
-            holdings = tuple(h for h in holdings if h.package in within)
-        chosen = self._chosen(holdings)
+        chosen = self._chosen()
         return [chosen[p].held() for p in sorted(chosen) if p not in skip]
 
     def shared(self, choices: Iterable[SharedChoice]) -> list[SharedDependency]:
@@ -183,13 +178,11 @@ class Peers:
             )
         return sorted(result, key=lambda s: s.package)
 
-    def _chosen(self, holdings: Iterable[Holding] | None = None) -> dict[str, Holding]:
-        """One holding per package of ``holdings`` (default: all of them)."""
+    def _chosen(self) -> dict[str, Holding]:
         pivoting = {h.owner for h in self.holdings if h.target} | self.pivoting
         by_package: dict[str, Holding] = {}
         for holding in sorted(
-            self.holdings if holdings is None else holdings,
-            key=lambda h: (h.package, h.owner, not h.target, h.deleting),
+            self.holdings, key=lambda h: (h.package, h.owner, not h.target, h.deleting)
         ):
             if holding.owner in pivoting and not (holding.target or holding.deleting):
                 continue
