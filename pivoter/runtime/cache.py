@@ -132,6 +132,11 @@ class Store:
         with self._lock:
             return list(self._by_label.get((label, value), ()))
 
+    def count_labelled(self, label: str, value: str) -> int:
+        """How many cached objects have the label ``label`` at ``value`` (nothing copied)."""
+        with self._lock:
+            return len(self._by_label.get((label, value), ()))
+
     def _index(self, key: str, obj: Object) -> None:
         self._by_namespace.setdefault(split_key(key)[0], set()).add(key)
         for pair in _label_pairs(obj):

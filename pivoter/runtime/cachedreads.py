@@ -35,6 +35,7 @@ from pivoter.runtime.cache import Store, object_key
 from pivoter.runtime.informer import EventHandler, Informer
 from pivoter.runtime.readcache import ReadYourWrites
 from provisioners.apply.resources import Resource
+from resolver.rules.selectors import LabelRequirement
 
 __all__ = ["CachedReads"]
 
@@ -163,7 +164,24 @@ class CachedReads(Kube):
 
     # -- writes: read back until the caches have them -------------------------------------------
 
-    def _wrote(self, resource: Resource, after: Object, *, created: bool = False) -> Object:
+    def _before(self, resource: Resource, name: str, namespace: str | None) -> dict[int, Object]:
+        """What each cache covering the object shows of it as a write is sent: the object the
+        write is made on. Read before sending, not once the answer is in: by then the watch
+        may already have delivered this write and later ones (another controller's status
+        update), and a later version taken for an earlier one would lay this write over it
+        for good."""
+        key = _key(resource, name, namespace)
+        found = {}
+        for informer in self._covering(resource, namespace):
+            obj = self._view(informer).get(key)
+            if obj is not None:
+                found[id(informer)] = obj
+        return found
+
+    def _wrote(
+        self, resource: Resource, after: Object, before: Mapping[int, Object] | None
+    ) -> Object:
+        """``after`` is the answer to a write made on ``before`` (by informer; None: a create)."""
         metadata = after.get("metadata") or {}
         if not metadata.get("name") or not metadata.get("resourceVersion"):
             return after  # not an object (a Status answer)
@@ -177,40 +195,51 @@ class CachedReads(Kube):
                 # Not an object this cache holds (or no longer): nothing to read back there.
                 view.forget(key)
                 continue
-            before = None if created else view.get(key)
-            view.wrote(key, before, kept)
+            # Not shown when the write was sent (or created): read back until the cache
+            # shows it, as a create is.
+            view.wrote(key, (before or {}).get(id(informer)), kept)
         return after
 
     def create(self, resource: Resource, body: Object, namespace: str | None = None) -> Object:
-        return self._wrote(resource, super().create(resource, body, namespace), created=True)
+        return self._wrote(resource, super().create(resource, body, namespace), None)
 
     def replace(self, resource: Resource, body: Object, namespace: str | None = None) -> Object:
-        return self._wrote(resource, super().replace(resource, body, namespace))
+        name = str((body.get("metadata") or {}).get("name") or "")
+        before = self._before(resource, name, namespace)
+        return self._wrote(resource, super().replace(resource, body, namespace), before)
 
     def merge_patch(
         self, resource: Resource, name: str, patch: Object, namespace: str | None = None
     ) -> Object:
-        return self._wrote(resource, super().merge_patch(resource, name, patch, namespace))
+        before = self._before(resource, name, namespace)
+        return self._wrote(resource, super().merge_patch(resource, name, patch, namespace), before)
 
     def patch_status(
         self, resource: Resource, name: str, status: Object, namespace: str | None = None
     ) -> Object:
-        return self._wrote(resource, super().patch_status(resource, name, status, namespace))
+        before = self._before(resource, name, namespace)
+        return self._wrote(
+            resource, super().patch_status(resource, name, status, namespace), before
+        )
 
 
 def _candidates(store: Store, wanted: Selector, scope: str | None) -> set[str]:
     """The keys that may meet ``wanted`` in ``scope``: those the label index gives for its
     narrowest ``a=x`` or ``a in (x, y)`` requirement (a pass reads its own few objects, not the
     whole cache), else every key of the scope."""
-    narrowest: set[str] | None = None
+    # Sizes first, then the keys of the narrowest only: a selector such as "kind=Resolution,
+    # name=x" must not copy the thousands of keys of its broad requirement on every read.
+    narrowest: tuple[int, LabelRequirement] | None = None
     for requirement in wanted.requirements:
         if requirement.operator not in ("In", "Equals"):
             continue
-        found = {k for v in requirement.values for k in store.labelled(requirement.key, v)}
-        if narrowest is None or len(found) < len(narrowest):
-            narrowest = found
+        size = sum(store.count_labelled(requirement.key, v) for v in requirement.values)
+        if narrowest is None or size < narrowest[0]:
+            narrowest = (size, requirement)
     if narrowest is None:
         return {object_key(o) for o in store.list(scope)}
+    _, requirement = narrowest
+    keys = {k for v in requirement.values for k in store.labelled(requirement.key, v)}
     if scope is None:
-        return narrowest
-    return {k for k in narrowest if k.startswith(f"{scope}/")}
+        return keys
+    return {k for k in keys if k.startswith(f"{scope}/")}
