@@ -13,6 +13,7 @@ import logging
 import secrets
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -54,7 +55,9 @@ class EventRecorder:
         self.reporting_instance = reporting_instance
         self.series_window = series_window
         self._clock = clock
-        self._series: dict[tuple[str, ...], _Series] = {}
+        # Oldest last-seen first (a repeat moves its series to the end), so forgetting the
+        # stale ones reads only those: a scan of every series per Event grew with the cluster.
+        self._series: OrderedDict[tuple[str, ...], _Series] = OrderedDict()
         self._lock = threading.Lock()
 
     def normal(self, regarding: Object, reason: str, action: str, note: str) -> Object | None:
@@ -83,6 +86,7 @@ class EventRecorder:
             if series is not None:
                 series.count += 1
                 series.last = now
+                self._series.move_to_end(key)
         try:
             if series is not None:
                 try:
@@ -106,6 +110,7 @@ class EventRecorder:
         with self._lock:
             self._forget_old(now)
             self._series[key] = _Series(created["metadata"]["name"], namespace, 1, now)
+            self._series.move_to_end(key)  # a stale series of the same key was at the front
         return created
 
     def _create(
@@ -139,9 +144,11 @@ class EventRecorder:
         return self.kube.merge_patch(EVENTS, series.name, patch, series.namespace)
 
     def _forget_old(self, now: float) -> None:
-        stale = [k for k, v in self._series.items() if now - v.last > self.series_window]
-        for k in stale:
-            del self._series[k]
+        while self._series:
+            key, oldest = next(iter(self._series.items()))
+            if now - oldest.last <= self.series_window:
+                return
+            del self._series[key]
 
 
 def object_reference(obj: Object) -> Object:
