@@ -29,12 +29,14 @@ Deployments roll out), one after the other in the same run (``--variants``):
   the Deployment available).
 
 The Namespaces (and OLM v0's OperatorGroups, until OLM v0 has synced every one) are made before
-the clock starts; the catalog is serving before it too. The clock runs from the first input's
+the clock starts, with a second simulated node with room for N pods (the cluster's own takes the
+kubelet's default 110); the catalog (or chart) is served before it too. The clock runs from the first input's
 create to the last one done. Sampled every ``--interval`` s: the installer's CPU seconds and
 peak RSS (VmHWM; OLM v0: both controllers, summed), and pivoter's own API requests
 (``pivoter_kube_requests_total``).
 
-Usage: python bench/install_peers.py [--factors 10] [--variants resolutions,clusterextensions,olmv0]
+Usage: python bench/install_peers.py [--factors 10]
+       [--variants resolutions,clusterextensions,flux,olmv0]
        [--peer-factor 2] [--concurrent N] [--interval 5] [--setup-timeout 3600] [--keep-logs DIR]
 Prints a Markdown table for docs/benchmarks/daemon-scale.md.
 """
@@ -71,6 +73,7 @@ from pivoter.daemon.settings import DEFAULT_CONCURRENT  # noqa: E402
 from pivoter.kube import Kube, load_client  # noqa: E402
 from provisioners.apply.applier import Applier, Owner  # noqa: E402
 from provisioners.apply.kubeapi import KubeAPI  # noqa: E402
+from provisioners.apply.resources import Resource  # noqa: E402
 from tests.cluster import TestCluster  # noqa: E402
 from tests.e2e.daemon import free_port  # noqa: E402
 from tests.olmv0.peer import CATALOG_SOURCES, CSVS, OLM_NAMESPACE, OPERATOR_GROUPS, OlmV0  # noqa: E402
@@ -80,6 +83,7 @@ from tests.tools import TOOLS_DIR  # noqa: E402
 from tests.wire.conftest import OpmServer  # noqa: E402
 
 PER_FACTOR = 100
+NODES = Resource("v1", "Node", "nodes", namespaced=False)
 SYSTEM = "pivoter-system"
 SCENARIO = "bench"
 CHANNEL = "stable"
@@ -266,8 +270,37 @@ def _wait_established(api: KubeAPI, names: list[str], timeout: float = 60) -> No
             time.sleep(0.2)
 
 
+def room_for_pods(kube: Kube, count: int) -> None:
+    """A second simulated node with room for ``count`` more pods (the cluster's own node takes
+    110, the kubelet's default: 1000 Deployments would wait for room)."""
+    node = "kwok-bench"
+    pods = str(count + 100)
+    _create(
+        kube,
+        NODES,
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": node,
+                "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+                "labels": {
+                    "type": "kwok",
+                    "kubernetes.io/hostname": node,
+                    "kubernetes.io/os": "linux",
+                },
+            },
+            "status": {
+                "allocatable": {"cpu": "1000", "memory": "4Ti", "pods": pods},
+                "capacity": {"cpu": "1000", "memory": "4Ti", "pods": pods},
+            },
+        },
+    )
+
+
 def namespaces(kube: Kube, count: int) -> None:
-    """One Namespace per package."""
+    """One Namespace per package, and room for a pod of each."""
+    room_for_pods(kube, count)
     for i in range(count):
         _create(
             kube,
