@@ -30,10 +30,10 @@ Deployments roll out), one after the other in the same run (``--variants``):
 
 The Namespaces (and OLM v0's OperatorGroups, until OLM v0 has synced every one) are made before
 the clock starts, with a second simulated node with room for N pods (the cluster's own takes the
-kubelet's default 110); the catalog (or chart) is served before it too. The clock runs from the first input's
-create to the last one done. Sampled every ``--interval`` s: the installer's CPU seconds and
-peak RSS (VmHWM; OLM v0: both controllers, summed), and pivoter's own API requests
-(``pivoter_kube_requests_total``).
+kubelet's default 110); the catalog (or chart) is served before it too. The clock runs from the
+first input's create to the last one done. Sampled every ``--interval`` s: the installer's CPU
+seconds and peak RSS (VmHWM; Flux and OLM v0: both controllers, summed), and pivoter's own API
+requests (``pivoter_kube_requests_total``).
 
 Usage: python bench/install_peers.py [--factors 10]
        [--variants resolutions,clusterextensions,flux,olmv0]

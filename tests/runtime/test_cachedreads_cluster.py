@@ -153,10 +153,12 @@ class _WatchFirst(CachedReads):
             later = self.other.merge_patch(CONFIG_MAPS, name, {"data": {"v": "theirs"}}, namespace)
             version = later["metadata"]["resourceVersion"]
             wait_for(
-                lambda: (self.cache.store.get(f"{namespace}/{name}") or {})
-                .get("metadata", {})
-                .get("resourceVersion")
-                == version,
+                lambda: (
+                    (self.cache.store.get(f"{namespace}/{name}") or {})
+                    .get("metadata", {})
+                    .get("resourceVersion")
+                    == version
+                ),
                 timeout=30,
                 what="the watch to deliver both writes",
             )

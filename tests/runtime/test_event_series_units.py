@@ -26,7 +26,7 @@ class FakeKube:
     def merge_patch(
         self, resource: Any, name: str, patch: dict[str, Any], namespace: str
     ) -> dict[str, Any]:
-        self.patched.append(name.split(".")[0])
+        self.patched.append(name.split(".", maxsplit=1)[0])
         return {"metadata": {"name": name}}
 
 
