@@ -141,7 +141,7 @@ class _WatchFirst(CachedReads):
 
     def __init__(self, kube: Kube, informers: list[Informer], other: Kube) -> None:
         super().__init__(kube, lambda: informers)
-        self.cache = informers[0]
+        self.caches = informers
         self.other = other
         self.armed = False
 
@@ -149,18 +149,20 @@ class _WatchFirst(CachedReads):
         answer = super()._send(method, path, **kwargs)
         if self.armed:
             self.armed = False
-            name, namespace = "a", self.cache.namespace
+            name, namespace = "a", self.caches[0].namespace
             later = self.other.merge_patch(CONFIG_MAPS, name, {"data": {"v": "theirs"}}, namespace)
             version = later["metadata"]["resourceVersion"]
+            # Every cache that holds the object (the plain one and the labelled one) has both.
             wait_for(
-                lambda: (
-                    (self.cache.store.get(f"{namespace}/{name}") or {})
+                lambda: all(
+                    (c.store.get(f"{namespace}/{name}") or {})
                     .get("metadata", {})
                     .get("resourceVersion")
                     == version
+                    for c in self.caches
                 ),
                 timeout=30,
-                what="the watch to deliver both writes",
+                what="the watches to deliver both writes",
             )
         return answer
 
@@ -171,9 +173,9 @@ def test_a_write_recorded_after_the_watch_delivered_a_later_one_does_not_hide_it
     reads = _WatchFirst(kube, informers, kube)
     reads.create(CONFIG_MAPS, _config_map("a", namespace, app="web"), namespace)
     wait_for(
-        lambda: informers[0].store.get(f"{namespace}/a") is not None,
+        lambda: all(i.store.get(f"{namespace}/a") is not None for i in informers),
         timeout=30,
-        what="the create in the cache",
+        what="the create in the caches",
     )
     reads.armed = True
     reads.merge_patch(CONFIG_MAPS, "a", {"data": {"v": "mine"}}, namespace)
