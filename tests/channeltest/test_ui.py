@@ -110,7 +110,7 @@ def test_unknown_pages_are_404(ui_url: str) -> None:
 @pytest.mark.tools  # Debian's chromium
 def test_in_a_headless_browser(ui_url: str) -> None:
     chromium = str(tool("chromium"))
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as pw:
@@ -118,19 +118,19 @@ def test_in_a_headless_browser(ui_url: str) -> None:
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 900})
             page.goto(ui_url + "/ui/")
-            assert page.title() == "Catalog community"
+            expect(page).to_have_title("Catalog community")
             page.screenshot(path=str(ARTIFACTS / "index.png"))
             page.click("text=aws-neuron-operator")
-            assert page.title() == "Package aws-neuron-operator"
+            expect(page).to_have_title("Package aws-neuron-operator")
             page.click("table >> text=Fast")
-            assert page.title() == "Channel Fast of aws-neuron-operator"
+            expect(page).to_have_title("Channel Fast of aws-neuron-operator")
             page.wait_for_selector("#graph svg")
             assert page.evaluate("document.querySelector('#graph svg').getBBox().width") > 200
             page.screenshot(path=str(ARTIFACTS / "channel.png"), full_page=True)
             page.click("a[href='/ui/p/aws-neuron-operator/b/aws-neuron-operator.v0.1.2'] >> nth=0")
-            assert page.title() == "Bundle aws-neuron-operator.v0.1.2"
+            expect(page).to_have_title("Bundle aws-neuron-operator.v0.1.2")
             page.click("nav >> text=packages")
-            assert page.title() == "Catalog community"
+            expect(page).to_have_title("Catalog community")
             page.click("text=catalog test findings")
             assert page.locator("td.error").count() > 0
             page.screenshot(path=str(ARTIFACTS / "findings.png"))

@@ -381,7 +381,13 @@ def test_an_edit_racing_a_resolution_is_still_reported(
     assert edited
     assert edited[0] in event["note"]
     assert "changed by hand" in event["note"]
-    assert "rebuilt the state as a new revision" in event["note"]
+    # The pass that wrote revision 2 says so. Should its status write lose a race (a conflict
+    # under load), the next pass finds the active revision 1 changed and says so from there:
+    # either way the edit is reported and the state rebuilt from what ran.
+    assert (
+        "rebuilt the state as a new revision" in event["note"]
+        or "rebuilt the installed state from the BundleDeployments" in event["note"]
+    ), event["note"]
     assert env.config_map_data("web") == {"version": "1.0.0"}
 
 
