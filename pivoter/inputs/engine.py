@@ -4,8 +4,10 @@ Shared by the controllers of every input kind, which turn their object into an
 :class:`~pivoter.inputs.spec.InputSpec`, call :meth:`InputEngine.reconcile` and render the
 returned :class:`Outcome` as their own status. One reconcile:
 
-1. a **pivot in progress** is carried on (:class:`pivoter.pivot.PivotMachine`), nothing else;
-   otherwise steps 2-4 run under :data:`~pivoter.inputs.held.CLAIMS`, one input at a time;
+1. a **pivot in progress** is carried on (:class:`pivoter.pivot.PivotMachine`), nothing else
+   unless it ends (then steps 2-4 follow against the new active revision, so the status the
+   pass writes says what is newer); otherwise steps 2-4 run under
+   :data:`~pivoter.inputs.held.CLAIMS`, one input at a time;
 2. **conflict**: a requested package already installed by another input stops here;
 3. the **target**: the pinned revision, or a new resolution from the selected catalogs with the
    active revision as installed state and what the other inputs selected as held choices
@@ -159,23 +161,39 @@ class InputEngine:
         # active (``record.active`` is cleared, so no status write names it).
         active = self._active(spec, record, out, children)
         checked = record.active
-        if not record.pivoting:
-            # What the other inputs hold is read, resolved against and claimed (the pivot's
-            # record written) by one input at a time, so two inputs never both select a
-            # package nobody holds yet.
-            p = Pass(obj, spec, record, out, persist, children, active)
-            with self.claims:
-                started = self._resolve(p)
-            for step in p.later:
-                step()
-            if not started:
-                self._ended(spec, record, out, active if record.active == checked else None)
-                return out.outcome()
-            if self.on_transition is not None and record.pivot is not None:
-                self.on_transition(record.pivot)
+        if not record.pivoting and not self._decide(
+            Pass(obj, spec, record, out, persist, children, active)
+        ):
+            self._ended(spec, record, out, active if record.active == checked else None)
+            return out.outcome()
         self._continue(obj, spec, record, out, persist=persist, children=children)
+        if not record.pivoting:
+            # The pivot ended in this pass. What is newer than what it installed (UpToDate),
+            # and whether the catalogs moved on while it ran, only a resolution against the
+            # new active revision says: this pass does it now, as the next one would, rather
+            # than leave status saying "being installed" until something queues the input
+            # again (its own status write does not).
+            out.lost_active, out.requeue_after = None, None
+            active = self._active(spec, record, out, children)
+            checked = record.active
+            p = Pass(obj, spec, record, out, persist, children, active)
+            if self._decide(p):
+                self._continue(obj, spec, record, out, persist=persist, children=children)
         self._ended(spec, record, out, active if record.active == checked else None)
         return out.outcome()
+
+    def _decide(self, p: Pass) -> bool:
+        """Steps 2 to 4 for a pass with no pivot in progress; True when a pivot was started."""
+        # What the other inputs hold is read, resolved against and claimed (the pivot's record
+        # written) by one input at a time, so two inputs never both select a package nobody
+        # holds yet.
+        with self.claims:
+            started = self._resolve(p)
+        for step in p.later:
+            step()
+        if started and self.on_transition is not None and p.record.pivot is not None:
+            self.on_transition(p.record.pivot)
+        return started
 
     def _ended(self, spec: InputSpec, record: Record, out: Draft, known: ResolveSet | None) -> None:
         """Record the active revision's document as the pass leaves it (read again only when

@@ -450,6 +450,32 @@ def _up_to_date(obj: dict[str, Any]) -> dict[str, Any]:
     return condition(obj, "UpToDate")
 
 
+def test_the_status_that_ends_a_pivot_already_says_what_is_newer(env: Env) -> None:
+    """The pass that ends the install writes Ready and, in the same status, why the newer
+    version is not taken: not "being installed" until something else queues the input (its
+    own status write does not, and here nothing else changes)."""
+    ns = env.namespace
+    env.publisher.add("rng", Version("1.0.0", config_map("wn-rng", ns, version="1.0.0")))
+    env.publisher.add("rng", Version("2.0.0", config_map("wn-rng", ns, version="2.0.0"), "1.0.0"))
+    env.publish()
+    env.catalog()
+    name = env.resolution([{"name": "rng", "versionRange": "^1"}])
+    with Watcher(env, name) as watcher:
+        env.wait(name, _ready_at(1), what="installed")
+
+    def conditions(status: dict[str, Any]) -> dict[str, dict[str, Any]]:
+        return {c["type"]: c for c in status.get("conditions") or []}
+
+    ready = next(
+        s
+        for s in watcher.seen
+        if s.get("activeRevision") == 1 and conditions(s)["Ready"]["status"] == "True"
+    )
+    up_to_date = conditions(ready)["UpToDate"]
+    assert (up_to_date["status"], up_to_date["reason"]) == ("False", "OutsideVersionRange"), ready
+    assert "version 2.0.0 is outside range ^1" in up_to_date["message"]
+
+
 def test_why_not_newer_in_status_and_plan(
     why_not_newer_catalog: Env, cluster: TestCluster, capsys: pytest.CaptureFixture[str]
 ) -> None:
