@@ -15,7 +15,6 @@ already taken, however stale its view).
 from __future__ import annotations
 
 import builtins
-import contextlib
 import enum
 import logging
 from collections.abc import Callable, Collection, Mapping
@@ -228,20 +227,25 @@ class RevisionStore:
         protect: Collection[int | None] = (),
     ) -> builtins.list[int]:
         """Delete revisions of ``ref`` beyond the newest ``keep``, never one in ``protect``
-        (the active and last successful revisions). Returns the numbers deleted, oldest first.
+        (the active and last successful revisions). Returns the numbers this call deleted,
+        oldest first.
         The caller decides when (:mod:`pivoter.inputs.collector`: only while the input is
         settled)."""
         revisions = {r.number: r for r in self.list(ref)}
-        doomed = revisions_to_remove(revisions, keep=keep, protect=protect)
-        for number in doomed:
-            # NotFound: another replica or a person removed it first.
-            with contextlib.suppress(NotFound):
+        removed: builtins.list[int] = []
+        for number in revisions_to_remove(revisions, keep=keep, protect=protect):
+            try:
                 self.kube.delete(CONFIG_MAPS, revisions[number].name, self.namespace)
-        if doomed:
-            log.info("%s: removed ResolveSet revisions %s (history limit %d)", ref, doomed, keep)
+            except NotFound:
+                # Removed first by another replica, a person, or this collector's previous run
+                # (read from a cache that had not seen that deletion yet): not counted again.
+                continue
+            removed.append(number)
+        if removed:
+            log.info("%s: removed ResolveSet revisions %s (history limit %d)", ref, removed, keep)
             if self.metrics is not None:
-                self.metrics.collected.labels(ref.kind).inc(len(doomed))
-        return doomed
+                self.metrics.collected.labels(ref.kind).inc(len(removed))
+        return removed
 
 
 def _owner_reference(owner: Mapping[str, Any]) -> dict[str, Any]:

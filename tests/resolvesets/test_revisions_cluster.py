@@ -8,11 +8,13 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from prometheus_client import CollectorRegistry
 
 from pivoter.apis.resources import CONFIG_MAPS
 from pivoter.kube import Invalid, Kube
 from pivoter.resolvesets import DATA_KEY, InputRef, RevisionState, RevisionStore, revision_name
 from pivoter.resolvesets.document import REVISIONS_SELECTOR
+from pivoter.resolvesets.metrics import RevisionMetrics
 from pivoter.runtime.cachedreads import CachedReads
 from pivoter.runtime.informer import Informer
 from tests.resolvesets.conftest import resolveset
@@ -134,6 +136,26 @@ def test_garbage_collection_honours_limit_and_protection(store: RevisionStore) -
     assert [r.number for r in store.list(WEB)] == [2, 5, 10, 11, 12]
     # numbering continues from the newest revision, not from the count
     assert store.write(WEB, resolveset(("db", "9.0.0"))).number == 13
+
+
+def test_a_collection_read_from_a_stale_list_counts_only_what_it_deleted(
+    kube: Kube, namespace: str
+) -> None:
+    """The daemon lists revisions from a cache: a second run right after the first may still
+    list the revisions the first deleted. Their deletion answers 404 and is not counted again."""
+    registry = CollectorRegistry()
+    store = RevisionStore(kube, namespace, RevisionMetrics(registry))
+    for n in range(1, 5):
+        store.write(WEB, resolveset(("db", f"1.{n}.0")))
+    before = store.list(WEB)
+    assert store.collect_garbage(WEB, keep=2) == [1, 2]
+    store.list = lambda ref: before  # type: ignore[method-assign]  # as a lagging cache shows it
+    assert store.collect_garbage(WEB, keep=2) == []
+    counted = registry.get_sample_value(
+        "pivoter_resolveset_revisions_collected_total", {"kind": "Resolution"}
+    )
+    assert counted == 2
+    assert [r.number for r in RevisionStore(kube, namespace).list(WEB)] == [3, 4]
 
 
 @pytest.fixture(params=["api", "cache"])
