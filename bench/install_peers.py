@@ -46,6 +46,7 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
+import copy
 import json
 import os
 import platform
@@ -92,7 +93,6 @@ CATALOG = "bench"
 DEADLINE = 7200
 """``progressDeadlineSeconds`` of the Resolutions (a pivot may wait long in the queue)."""
 VARIANTS = ("resolutions", "clusterextensions", "flux", "olmv0")
-PIVOTER = ("resolutions", "clusterextensions")
 FLUX_NAMESPACE = "flux-system"
 FLUX_CONCURRENT = 10
 """Both Flux controllers' ``--concurrent`` in the Flux benchmark (fluxcd/flux-benchmark)."""
@@ -316,57 +316,110 @@ def daemon_requests(daemon: Daemon2) -> Callable[[], float]:
     return total
 
 
-def run_resolutions(
-    cluster: TestCluster, work: Path, args: argparse.Namespace, ref: str, count: int
+@dataclass(frozen=True)
+class PivoterVariant:
+    """What differs between pivoter's two inputs: the catalog object, the input, when done."""
+
+    name: str
+    olmv1: bool
+    catalog_resource: Resource
+    catalog: dict[str, Any]
+    serving: Callable[[dict[str, Any]], bool]
+    inputs: Resource
+    body: Callable[[int], dict[str, Any]]
+    done: Callable[[dict[str, Any]], bool]
+
+
+def _status(obj: dict[str, Any]) -> dict[str, Any]:
+    return obj.get("status") or {}
+
+
+RESOLUTIONS_VARIANT = PivoterVariant(
+    name="resolutions",
+    olmv1=False,
+    catalog_resource=CATALOGS,
+    catalog={
+        "apiVersion": "pivoter.io/v1alpha1",
+        "kind": "Catalog",
+        "metadata": {"name": CATALOG},
+        "spec": {"source": {"type": "image", "image": {"ref": ""}}, "pollInterval": "10m"},
+    },
+    serving=lambda obj: bool(_status(obj).get("contentDigest")),
+    inputs=RESOLUTIONS,
+    body=lambda i: {
+        "apiVersion": "pivoter.io/v1alpha1",
+        "kind": "Resolution",
+        "metadata": {"name": package(i)},
+        "spec": {
+            "packages": [{"name": package(i)}],
+            "installNamespace": package(i),
+            "progressDeadlineSeconds": DEADLINE,
+        },
+    },
+    done=lambda obj: _status(obj).get("activeRevision") == 1 and condition_true(obj, "Ready"),
+)
+"""N Resolutions against a Catalog of the catalog image."""
+
+CLUSTER_EXTENSIONS_VARIANT = PivoterVariant(
+    name="clusterextensions",
+    olmv1=True,
+    catalog_resource=CLUSTER_CATALOGS,
+    catalog={
+        "apiVersion": "olm.operatorframework.io/v1",
+        "kind": "ClusterCatalog",
+        "metadata": {"name": CATALOG},
+        "spec": {"source": {"type": "Image", "image": {"ref": ""}}},
+    },
+    serving=lambda obj: condition_true(obj, "Serving"),
+    inputs=CLUSTER_EXTENSIONS,
+    body=lambda i: {
+        "apiVersion": "olm.operatorframework.io/v1",
+        "kind": "ClusterExtension",
+        "metadata": {"name": package(i)},
+        "spec": {
+            "namespace": package(i),
+            "source": {"sourceType": "Catalog", "catalog": {"packageName": package(i)}},
+        },
+    },
+    done=lambda obj: condition_true(obj, "Installed"),
+)
+"""N ClusterExtensions against a ClusterCatalog of the catalog image."""
+
+PIVOTER_VARIANTS = {v.name: v for v in (RESOLUTIONS_VARIANT, CLUSTER_EXTENSIONS_VARIANT)}
+
+
+def run_pivoter(  # noqa: PLR0917 - one call per variant
+    variant: PivoterVariant,
+    cluster: TestCluster,
+    work: Path,
+    args: argparse.Namespace,
+    ref: str,
+    count: int,
 ) -> Result:
-    """N Resolutions against a Catalog of the catalog image."""
-    result = Result("resolutions", count)
-    with pivoter(cluster, work, args, olmv1=False) as (kube, daemon):
+    """``count`` inputs of ``variant`` against one catalog object of the catalog image ``ref``."""
+    result = Result(variant.name, count)
+    with pivoter(cluster, work, args, olmv1=variant.olmv1) as (kube, daemon):
         namespaces(kube, count)
-        catalogs = Recorder(kube, CATALOGS)
-        kube.create(
-            CATALOGS,
-            {
-                "apiVersion": "pivoter.io/v1alpha1",
-                "kind": "Catalog",
-                "metadata": {"name": CATALOG},
-                "spec": {"source": {"type": "image", "image": {"ref": ref}}, "pollInterval": "10m"},
-            },
-        )
+        catalogs = Recorder(kube, variant.catalog_resource)
+        catalog = copy.deepcopy(variant.catalog)
+        catalog["spec"]["source"]["image"]["ref"] = ref
+        kube.create(variant.catalog_resource, catalog)
         catalogs.wait(
-            lambda objs: ((objs.get(CATALOG) or {}).get("status") or {}).get("contentDigest"),
+            lambda objs: variant.serving(objs.get(CATALOG) or {}),
             timeout=300,
-            what="the Catalog serving",
+            what=f"the {catalog['kind']} serving",
         )
         catalogs.stop()
-        resolutions = Recorder(kube, RESOLUTIONS)
+        inputs = Recorder(kube, variant.inputs)
         try:
 
             def create() -> None:
                 for i in range(count):
-                    _create(
-                        kube,
-                        RESOLUTIONS,
-                        {
-                            "apiVersion": "pivoter.io/v1alpha1",
-                            "kind": "Resolution",
-                            "metadata": {"name": package(i)},
-                            "spec": {
-                                "packages": [{"name": package(i)}],
-                                "installNamespace": package(i),
-                                "progressDeadlineSeconds": DEADLINE,
-                            },
-                        },
-                    )
+                    _create(kube, variant.inputs, variant.body(i))
 
             def done() -> int:
-                with resolutions._cond:
-                    return sum(
-                        1
-                        for o in resolutions.latest.values()
-                        if (o.get("status") or {}).get("activeRevision") == 1
-                        and condition_true(o, "Ready")
-                    )
+                with inputs._cond:
+                    return sum(1 for o in inputs.latest.values() if variant.done(o))
 
             run_clock(
                 result,
@@ -378,74 +431,8 @@ def run_resolutions(
                 args.interval,
             )
         finally:
-            resolutions.stop()
-            _keep(args, work, "resolutions")
-    return result
-
-
-def run_cluster_extensions(
-    cluster: TestCluster, work: Path, args: argparse.Namespace, ref: str, count: int
-) -> Result:
-    """N ClusterExtensions against a ClusterCatalog of the catalog image."""
-    result = Result("clusterextensions", count)
-    with pivoter(cluster, work, args, olmv1=True) as (kube, daemon):
-        namespaces(kube, count)
-        catalogs = Recorder(kube, CLUSTER_CATALOGS)
-        kube.create(
-            CLUSTER_CATALOGS,
-            {
-                "apiVersion": "olm.operatorframework.io/v1",
-                "kind": "ClusterCatalog",
-                "metadata": {"name": CATALOG},
-                "spec": {"source": {"type": "Image", "image": {"ref": ref}}},
-            },
-        )
-        catalogs.wait(
-            lambda objs: condition_true(objs.get(CATALOG) or {}, "Serving"),
-            timeout=300,
-            what="the ClusterCatalog serving",
-        )
-        catalogs.stop()
-        extensions = Recorder(kube, CLUSTER_EXTENSIONS)
-        try:
-
-            def create() -> None:
-                for i in range(count):
-                    _create(
-                        kube,
-                        CLUSTER_EXTENSIONS,
-                        {
-                            "apiVersion": "olm.operatorframework.io/v1",
-                            "kind": "ClusterExtension",
-                            "metadata": {"name": package(i)},
-                            "spec": {
-                                "namespace": package(i),
-                                "source": {
-                                    "sourceType": "Catalog",
-                                    "catalog": {"packageName": package(i)},
-                                },
-                            },
-                        },
-                    )
-
-            def done() -> int:
-                with extensions._cond:
-                    return sum(
-                        1 for o in extensions.latest.values() if condition_true(o, "Installed")
-                    )
-
-            run_clock(
-                result,
-                lambda: [daemon.pid],
-                done,
-                create,
-                args.setup_timeout,
-                daemon_requests(daemon),
-                args.interval,
-            )
-        finally:
-            extensions.stop()
-            _keep(args, work, "clusterextensions")
+            inputs.stop()
+            _keep(args, work, variant.name)
     return result
 
 
@@ -785,14 +772,13 @@ def factor_run(factor: int, args: argparse.Namespace) -> list[Result]:
                 cluster = TestCluster.start(watch_cache=True)
                 try:
                     print(f"{factor}x {variant}: started", file=sys.stderr)
-                    if variant == "resolutions":
-                        results.append(run_resolutions(cluster, vwork, args, ref, count))
-                    elif variant == "clusterextensions":
-                        results.append(run_cluster_extensions(cluster, vwork, args, ref, count))
+                    if variant in PIVOTER_VARIANTS:
+                        pv = PIVOTER_VARIANTS[variant]
+                        results.append(run_pivoter(pv, cluster, vwork, args, ref, count))
                     elif variant == "flux":
                         results.append(run_flux(cluster, vwork, args, chart, count))
                     else:
-                        mine = [r.seconds for r in results if r.variant in PIVOTER]
+                        mine = [r.seconds for r in results if r.variant in PIVOTER_VARIANTS]
                         timeout = args.peer_factor * max(mine) if mine else args.setup_timeout
                         results.append(run_olm_v0(cluster, vwork, args, count, timeout))
                     print(f"{factor}x {variant}: {results[-1]}", file=sys.stderr)
